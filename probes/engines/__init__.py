@@ -1,0 +1,66 @@
+"""Engine tables: one module per server family, and the registry the reader uses.
+
+``ENGINES`` maps an engine id to its :class:`~probes.engines.base.Engine`. ``matcher_for(name)``
+gives the compiled :class:`~probes.engines.base.Matcher` for an engine's rules plus the common ones
+(``None``: the rules used while the engine is not yet known, which also hold every engine's
+detection rules).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from probes.engines import common, llamacpp, ollama, sglang, tgi, trtllm, vllm
+from probes.engines.base import (CAUSE_STRENGTH, CAUSES, DEFAULT_HINTS, PHASE_INDEX, PHASES, BarLabel,
+                                 Engine, Matcher, Rule)
+
+ENGINES: dict[str, Engine] = {
+    e.name: e for e in (sglang.ENGINE, vllm.ENGINE, tgi.ENGINE, llamacpp.ENGINE, trtllm.ENGINE, ollama.ENGINE)
+}
+
+#: Syslog identifiers that name an engine (journal ``SYSLOG_IDENTIFIER``, syslog ``ident[pid]:``).
+IDENTS: dict[str, str] = {ident: e.name for e in ENGINES.values() for ident in e.idents}
+
+__all__ = ["ENGINES", "IDENTS", "PHASES", "PHASE_INDEX", "CAUSES", "CAUSE_STRENGTH", "DEFAULT_HINTS",
+           "Engine", "Rule", "BarLabel", "Matcher", "matcher_for", "bars_for", "hint_for"]
+
+
+def _ordered(rules: list[Rule]) -> list[Rule]:
+    # Failure rules by decisiveness first (stable, so table order breaks ties), then the rest.
+    return sorted(rules, key=lambda r: -r.strength)
+
+
+@cache
+def matcher_for(name: str | None, committed: bool = True) -> Matcher:
+    """The matcher for an engine id.
+
+    Args:
+        name: the engine id, or ``None`` while no line has named the engine.
+        committed: False while the engine is only guessed from weak evidence: the matcher then also
+            holds every other engine's detection rules, so a strong line can still name the engine.
+
+    Raises:
+        KeyError: for an engine id not in :data:`ENGINES`.
+    """
+    rules = list(common.RULES)
+    if name is not None:
+        rules += ENGINES[name].rules
+    if name is None or not committed:
+        rules += [r for e in ENGINES.values() if e.name != name for r in e.rules if r.detect and not r.weak]
+    return Matcher(_ordered(rules))
+
+
+@cache
+def bars_for(name: str | None) -> tuple[BarLabel, ...]:
+    """Bar labels for an engine id (its own first, then the common ones)."""
+    own = ENGINES[name].bars if name is not None else ()
+    return own + common.BARS
+
+
+def hint_for(engine: str | None, cause: str) -> str:
+    """The hint for a cause: the engine's own wording if it has one, else the default."""
+    if engine in ENGINES:
+        hint = ENGINES[engine].hints.get(cause)
+        if hint:
+            return hint
+    return DEFAULT_HINTS[cause]

@@ -1,0 +1,238 @@
+"""The table format every engine module fills in, and the matcher that runs it.
+
+An engine module is mostly a tuple of :class:`Rule`: a regular expression and what a line matching
+it means (a phase begins, the server is ready, a failure with its cause, a banner that begins a new
+start, evidence of which engine wrote the log). Adding an engine is adding a module with a table.
+
+Matching is the reader's hot path (a million lines in a few seconds), so a :class:`Matcher` does not
+run every regex on every line. Each rule has *keys*: words (lower case) at least one of which must
+occur in a matching line as a whole word. The matcher splits a line into words once, intersects them
+with the set of all keys, and runs only the rules whose keys are present.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass, field
+
+#: Canonical phase ids, in the order a start goes through them (see DESIGN.md).
+PHASES: tuple[str, ...] = ("starting", "download", "weights", "init", "graph_capture", "warmup", "ready")
+PHASE_INDEX: dict[str, int] = {p: i for i, p in enumerate(PHASES)}
+
+#: Failure cause ids, with how decisive each kind of line is. When several failure lines appear in
+#: one start, the most decisive wins; between equals, the first (the root cause comes before its
+#: consequences: the first rank's exception, not the shutdown noise after it).
+#: 4: a named root cause; 3: an exception line (``KeyError: ...``) with no named cause;
+#: 2: a line that says the engine died or gave up, without saying why;
+#: 1: what systemd saw from outside (exit status, signal, core dump, start limit).
+CAUSE_STRENGTH: dict[str, int] = {
+    "cuda_oom": 4, "host_oom_killed": 4, "nccl": 4, "port_in_use": 4, "missing_python_h": 4,
+    "shared_library": 4, "model_not_found": 4, "hub_download": 4, "tokenizer": 4,
+    "unsupported_model": 4, "insufficient_free_memory": 4,
+    "unknown": 3, "engine_died": 2,
+    "exit_code": 1, "signal": 1, "core_dump": 1, "start_limit": 1,
+}
+CAUSES: tuple[str, ...] = tuple(CAUSE_STRENGTH)
+
+#: One-line hints an operator can act on, per cause; engines may override with their own flags.
+DEFAULT_HINTS: dict[str, str] = {
+    "cuda_oom": "GPU memory ran out: lower the memory fraction, max context length or batch sizes, "
+                "or spread the model over more GPUs.",
+    "host_oom_killed": "The kernel's OOM killer ended the process: host RAM ran out (weights pass "
+                       "through RAM); add RAM or swap, or stop what else uses it.",
+    "nccl": "NCCL between ranks failed or timed out: check that every GPU is visible and peer-to-peer "
+            "works (NCCL_DEBUG=INFO; NCCL_P2P_DISABLE=1 to test) and that no rank died first.",
+    "port_in_use": "Another process already listens on {port}: find it with `ss -ltnp` and stop it, "
+                   "or start the server on another --port.",
+    "missing_python_h": "A JIT build (Triton/FlashInfer) needs the Python headers: install "
+                        "python3-dev for the interpreter the server runs with.",
+    "shared_library": "A shared library is missing or does not match: install it or fix "
+                      "LD_LIBRARY_PATH, and check that CUDA, driver and wheel versions agree.",
+    "model_not_found": "The model path or Hub id is wrong or not readable: check --model, the path "
+                       "on this host, and HF_TOKEN for gated repositories.",
+    "hub_download": "Could not download from the Hugging Face Hub: check the network or proxy to "
+                    "huggingface.co and HF_TOKEN, or pre-download and set HF_HUB_OFFLINE=1.",
+    "tokenizer": "The tokenizer failed to load: check the tokenizer files, --tokenizer, the "
+                 "transformers/tokenizers versions, and --trust-remote-code if the model needs it.",
+    "unsupported_model": "This engine version does not support the model's architecture: upgrade the "
+                         "engine or check `architectures` in the model's config.json.",
+    "insufficient_free_memory": "Another process already holds GPU memory: find it with nvidia-smi "
+                                "and stop it, or lower the memory fraction.",
+    "exit_code": "The process exited with an error status; the lines before the exit hold the cause.",
+    "signal": "The process was killed by a signal (SGLang kills itself with SIGKILL after a startup "
+              "error, so read the lines before it).",
+    "core_dump": "The process crashed natively (core dump): see `coredumpctl info`, and check driver, "
+                 "CUDA and engine versions.",
+    "start_limit": "systemd gave up restarting the unit (start limit hit): fix the cause, then "
+                   "`systemctl reset-failed UNIT` and start it again.",
+    "engine_died": "The engine process died without a Python error (a native crash or a kill): check "
+                   "`dmesg` and the journal for OOM kills, segfaults or Xid errors.",
+    "unknown": "Read the decisive line and the traceback above it.",
+}
+
+_PUNCT_TO_SPACE = str.maketrans({c: " " for c in string.punctuation if c != "_"})
+_ESCAPE_CLASS_RE = re.compile(r"\\[dDwWsSbBAZ]")
+_ESCAPED_PUNCT_RE = re.compile(r"\\(.)")
+_CHARCLASS_RE = re.compile(r"\[(?:\\.|[^\]\\])*\]")
+_GROUP_OPEN_RE = re.compile(r"\(\?(?:P<\w+>|[:=!]|<[=!])?")
+_WORD_RE = re.compile(r"(?<![\w\x00])[A-Za-z][A-Za-z0-9_]{2,}(?![\w\x00?*+{])")
+
+
+def words(text: str) -> set[str]:
+    """The whole words of ``text``, lower-cased, split at whitespace and ASCII punctuation but ``_``."""
+    return set(text.lower().translate(_PUNCT_TO_SPACE).split())
+
+
+def derive_keys(pattern: str) -> tuple[str, ...]:
+    """Pick the key word of a pattern without alternation: its longest plain literal word.
+
+    Raises:
+        ValueError: when the pattern has no plain word of 3+ letters (give ``keys=`` explicitly).
+    """
+    s = _CHARCLASS_RE.sub("\x00", pattern)
+    s = _ESCAPE_CLASS_RE.sub("\x00", s)
+    s = _ESCAPED_PUNCT_RE.sub(" ", s)
+    s = _GROUP_OPEN_RE.sub("\x00", s)
+    s = s.replace(")", "\x00)")
+    found = _WORD_RE.findall(s)
+    if not found:
+        raise ValueError(f"no key word in pattern {pattern!r}: give keys=")
+    return (max(found, key=len).lower(),)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One row of an engine table: a pattern and what a matching line means.
+
+    Attributes:
+        pattern: a regular expression searched in the line's message (prefixes removed).
+        keys: lower-case words, one of which occurs in every matching line (derived when empty;
+            required when the pattern has ``|``).
+        phase: the canonical phase this line belongs to (it begins the phase if not yet begun).
+        ready: the line says the server is ready.
+        provisional: a ready line that a following failure can take back (vLLM prints
+            ``Application startup complete.`` before binding its port).
+        confirm: the line confirms a provisional ready (``Uvicorn running on``).
+        cause: a failure cause id from :data:`CAUSES`.
+        strength: how decisive the failure line is (default from :data:`CAUSE_STRENGTH`).
+        hint: a hint overriding the cause's default; ``{name}`` takes the pattern's named group.
+        banner: the line is printed once per server launch; seen again, it begins a new start.
+        detect: the engine whose log this line proves (``weak``: only if nothing stronger comes).
+        benign: the message this line begins is a warning: failure patterns in it and in its
+            continuation lines are ignored (an ignored optional import, a deprecation).
+        progress: the pattern's ``done`` and ``total`` groups are progress in ``phase`` (for
+            counters that are not tqdm bars, e.g. TGI's ``Download: [1/4]``).
+        lifecycle: a systemd event (``started``, ``exited``, ``result``, ``restart``, ``stopping``,
+            ``stopped``, ``deactivated``, ``job_failed``, ``gave_up``); only lines written by systemd
+            match these.
+        flags: ``re`` flags for the pattern.
+        example: a real line the rule must match (checked by the tests).
+    """
+
+    pattern: str
+    keys: tuple[str, ...] = ()
+    phase: str | None = None
+    ready: bool = False
+    provisional: bool = False
+    confirm: bool = False
+    cause: str | None = None
+    strength: int = 0
+    hint: str | None = None
+    banner: bool = False
+    detect: str | None = None
+    weak: bool = False
+    benign: bool = False
+    progress: bool = False
+    lifecycle: str | None = None
+    flags: int = 0
+    example: str = ""
+    rx: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.phase is not None and self.phase not in PHASE_INDEX:
+            raise ValueError(f"unknown phase {self.phase!r} in rule {self.pattern!r}")
+        if self.cause is not None and self.cause not in CAUSE_STRENGTH:
+            raise ValueError(f"unknown cause {self.cause!r} in rule {self.pattern!r}")
+        keys = self.keys
+        if not keys:
+            if "|" in self.pattern:
+                raise ValueError(f"pattern with alternation needs keys=: {self.pattern!r}")
+            keys = derive_keys(self.pattern)
+        object.__setattr__(self, "keys", tuple(k.lower() for k in keys))
+        object.__setattr__(self, "rx", re.compile(self.pattern, self.flags))
+        if self.cause is not None and not self.strength:
+            object.__setattr__(self, "strength", CAUSE_STRENGTH[self.cause])
+
+
+@dataclass(frozen=True)
+class BarLabel:
+    """A progress-bar label (the text before ``NN%|``) and the phase its bars belong to."""
+
+    pattern: str
+    phase: str
+    flags: int = re.IGNORECASE
+    rx: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rx", re.compile(self.pattern, self.flags))
+
+
+@dataclass(frozen=True)
+class Engine:
+    """An engine family: its name, its table, its hints and the syslog identifiers it runs as.
+
+    Attributes:
+        name: the id used in readings and ``--engine`` (``sglang``, ``vllm``, ...).
+        label: the name shown to people.
+        rules: the engine's own rules, most specific first.
+        bars: bar labels specific to the engine (common ones live in ``common.py``).
+        hints: per-cause hints naming the engine's own flags.
+        idents: syslog identifiers that prove the engine (``ollama``).
+        prefix_flavors: line-prefix styles (from :mod:`probes.logline`) that hint at the engine, as
+            ``{flavor: weak}``.
+    """
+
+    name: str
+    label: str
+    rules: tuple[Rule, ...]
+    bars: tuple[BarLabel, ...] = ()
+    hints: dict[str, str] = field(default_factory=dict)
+    idents: tuple[str, ...] = ()
+
+
+class Matcher:
+    """Runs a table of rules against lines, fast: only rules whose key words occur are tried.
+
+    ``match(msg)`` returns ``[(rule, match), ...]`` for every rule that matches, in table order.
+    """
+
+    __slots__ = ("rules", "_index", "_keys")
+
+    def __init__(self, rules: tuple[Rule, ...] | list[Rule]) -> None:
+        self.rules = tuple(rules)
+        index: dict[str, list[int]] = {}
+        for i, rule in enumerate(self.rules):
+            for key in rule.keys:
+                index.setdefault(key, []).append(i)
+        self._index = {k: tuple(v) for k, v in index.items()}
+        self._keys = frozenset(index)
+
+    def match(self, msg: str) -> list[tuple[Rule, re.Match[str]]]:
+        """All rules matching ``msg``, in table order (an empty list for most lines)."""
+        hits = self._keys.intersection(msg.lower().translate(_PUNCT_TO_SPACE).split())
+        if not hits:
+            return []
+        index = self._index
+        if len(hits) == 1:
+            ids = index[next(iter(hits))]
+        else:
+            ids = sorted({i for k in hits for i in index[k]})
+        out = []
+        rules = self.rules
+        for i in ids:
+            rule = rules[i]
+            m = rule.rx.search(msg)
+            if m is not None:
+                out.append((rule, m))
+        return out

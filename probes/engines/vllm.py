@@ -1,0 +1,82 @@
+"""vLLM (``vllm serve``, ``python -m vllm.entrypoints.openai.api_server``), V0 (0.4-0.10) and V1 (0.8+).
+
+Sources: fixture logs ``vllm-ok-01`` (0.15.1, V1), ``vllm-ok-03`` (0.4.1, V0), ``vllm-fail-*``
+(0.5-0.18), vLLM's ``gpu_model_runner.py``, ``kv_cache_utils.py``, ``api_server.py`` and
+``launcher.py`` log calls. V0 lines read ``INFO 05-04 14:43:16 api_server.py:151] ...``; V1 adds
+brackets (``[api_server.py:151]``) and process prefixes (``(APIServer pid=N)``,
+``(EngineCore_DP0 pid=N)``, ``(Worker_TP1 pid=N)``), coloured with ANSI codes in 0.6-0.11.
+
+``Application startup complete.`` is ready, but provisionally: vLLM prints it before Uvicorn binds the
+port, so a bind error right after it takes it back (``vllm-fail-port-01``).
+"""
+
+from __future__ import annotations
+
+from probes.engines.base import Engine, Rule
+
+ENGINE = Engine(
+    name="vllm",
+    label="vLLM",
+    idents=("vllm",),
+    hints={
+        "cuda_oom": "GPU memory ran out: lower --max-model-len or --max-num-seqs, add --enforce-eager to "
+                    "skip CUDA graphs, or raise --tensor-parallel-size.",
+        "insufficient_free_memory": "Another process already holds memory on this GPU (vLLM checks free "
+                                    "memory against --gpu-memory-utilization): stop it (nvidia-smi) or "
+                                    "lower --gpu-memory-utilization.",
+    },
+    rules=(
+        Rule(r"No available memory for the cache blocks|"
+             r"is larger than the maximum number of tokens that can be stored in KV cache",
+             keys=("available", "larger"), cause="cuda_oom",
+             hint="The KV cache does not fit: lower --max-model-len or raise --gpu-memory-utilization.",
+             example="ValueError: No available memory for the cache blocks. Try increasing "
+                     "`gpu_memory_utilization` when initializing the engine."),
+        Rule(r"Engine core initialization failed|EngineDeadError|Engine process failed to start|"
+             r"died unexpectedly|Worker \S+ pid \d+ died, exit code: -?\d+",
+             keys=("engine", "enginedeaderror", "died"), cause="engine_died",
+             example="RuntimeError: Engine core initialization failed. See root cause above. "
+                     "Failed core proc(s): {}"),
+        Rule(r"Exception in worker \S+ while processing method", keys=("exception",), cause="unknown",
+             strength=2, example="Exception in worker VllmWorkerProcess while processing method "
+                                 "determine_num_available_blocks: boom"),
+        Rule(r"vLLM API server version", phase="starting", banner=True, detect="vllm",
+             example="vLLM API server version 0.4.1"),
+        Rule(r"non-default args: \{", phase="starting", banner=True, detect="vllm",
+             example="non-default args: {'model_tag': 'openai/whisper-large-v3', 'host': '0.0.0.0'}"),
+        Rule(r"Initializing an? (?:V1 )?LLM engine", keys=("initializing",), phase="starting",
+             detect="vllm",
+             example="Initializing a V1 LLM engine (v0.15.1) with config: model='openai/whisper-large-v3'"),
+        Rule(r"args: Namespace\(|Waiting for init message from front-end|"
+             r"is assigned as DP rank|Resolved architecture:",
+             keys=("namespace", "waiting", "assigned", "resolved"), phase="starting",
+             example="Resolved architecture: WhisperForConditionalGeneration"),
+        Rule(r"vllm serve|vllm\.entrypoints|VllmWorkerProcess", keys=("vllm", "vllmworkerprocess"),
+             detect="vllm", example="vllm serve openai/whisper-large-v3 --port 8000"),
+        Rule(r"Automatically detected platform", detect="vllm", weak=True,
+             example="Automatically detected platform cuda."),
+        Rule(r"Starting to load model|Loading model weights took|Loading weights took|"
+             r"Model loading took|Time spent downloading weights",
+             keys=("starting", "loading", "spent"), phase="weights", detect="vllm",
+             example="Starting to load model openai/whisper-large-v3..."),
+        Rule(r"Starting profile run|[Mm]emory profiling|# (?:GPU|CUDA) blocks:|Available KV cache memory|"
+             r"GPU KV cache size|for vLLM's torch\.compile|Dynamo bytecode transform time|"
+             r"torch\.compile takes|Encoder cache will be initialized|Maximum concurrency for",
+             keys=("profile", "profiling", "blocks", "available", "cache", "compile", "dynamo",
+                   "encoder", "maximum"),
+             phase="init", example="Available KV cache memory: 10.14 GiB"),
+        Rule(r"Capturing (?:the model for )?CUDA graph|Capturing cudagraph|Graph capturing finished|"
+             r"CUDA graphs can take additional",
+             keys=("capturing", "graphs"), phase="graph_capture",
+             example="Capturing the model for CUDA graphs. This may lead to unexpected consequences."),
+        Rule(r"Starting vLLM (?:API )?server|Available routes are|Route: /", keys=("starting", "available",
+             "route"), phase="warmup", detect="vllm", example="Starting vLLM API server 0 on http://0.0.0.0:8000"),
+        Rule(r"Started server process|Waiting for application startup|Supported tasks:|Warming up ",
+             keys=("started", "waiting", "supported", "warming"), phase="warmup",
+             example="INFO:     Started server process [11980]"),
+        Rule(r"Application startup complete", keys=("startup",), ready=True, provisional=True,
+             example="INFO:     Application startup complete."),
+        Rule(r"Uvicorn running on", ready=True, confirm=True,
+             example="INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)"),
+    ),
+)

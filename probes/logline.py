@@ -1,0 +1,283 @@
+"""Turn one raw log line into clean logical lines with their prefixes parsed.
+
+A physical line of a server log, as an operator has it, may carry:
+
+* tqdm frames separated by ``\\r`` (``sglang-ok-05-cr``): each frame is a logical line;
+* ANSI colour codes (vLLM 0.6-0.11 colour the process prefix even without a TTY);
+* a progress bar glued to the next log line (``... 0/13 [00:00<?, ?it/s][2025-03-08 12:29:21 TP1] ...``);
+* wrapper prefixes added by whatever collected the log: ``grep -n`` numbers, a log viewer's
+  ``  | `` gutter, docker compose ``name  | ``, syslog ``Nov 29 16:27:20 host ident[pid]: ``,
+  ``journalctl -o short-iso``, a container runtime's RFC 3339 timestamp;
+* the engine's own prefix: SGLang ``[2025-03-08 12:29:11 TP3] ``, vLLM ``INFO 02-12 19:33:39 [x.py:1] ``
+  (V1) / ``INFO 05-04 14:43:16 x.py:151] `` (V0), a worker ``(VllmWorkerProcess pid=67) ``, torch
+  ``[rank1]: ``, glog ``W0904 14:28:17.324000 964632 file.py:2425] ``, Python logging
+  ``2025-05-02 16:14:33,560 - INFO - ``, TRT-LLM ``[12/20/2025-04:20:04] [TRT-LLM] [I] ``, TGI
+  ``2024-06-17T13:18:04.047265Z  INFO ``, Ollama ``time=2024-... level=INFO source=... msg=``.
+
+This module never raises on any input text; everything it cannot recognise stays in the message.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: Longest logical line kept, in characters. journald itself splits at 48 KiB (``LineMax``);
+#: anything longer is cut and marked, so a 20 MB line costs no more than this.
+MAX_LINE_CHARS = 64 * 1024
+
+_ANSI_RE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_]|$)")
+_CTRL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# A tqdm bar ends with "n/N [elapsed<eta, rate]"; text glued after its "]" is the next line.
+_GLUED_BAR_RE = re.compile(r"(\d+(?:\.\d+)?[kMGT]?i?B?/\d+(?:\.\d+)?[kMGT]?i?B? \[[^\[\]]*\])(?=\S)")
+
+_MONTHS = {m: i for i, m in enumerate(
+    ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
+
+# Wrapper prefixes, outermost first. Each is anchored and tried once, in order.
+_GREP_N_RE = re.compile(r"\d+[:-](?=[A-Z][a-z]{2} [ \d]\d \d\d:|\d{4}-\d\d-\d\d[T ]|\[|\()")
+_GUTTER_RE = re.compile(r"\s+\| ")
+_COMPOSE_RE = re.compile(r"[A-Za-z0-9][\w.-]*\s+\| ")
+_SYSLOG_RE = re.compile(
+    r"([A-Z][a-z]{2}) ([ \d]\d) (\d\d:\d\d:\d\d)(?:\.\d+)? (\S+) ([^\s\[:]+)(?:\[(\d+)\])?: ?")
+_ISO_RE = re.compile(
+    r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,]\d+)?(Z|[+-]\d\d:?\d\d)?"
+    r"(?: (?![A-Z]{4,} )(\S+) ([^\s\[:]+)(?:\[(\d+)\])?: | +)")
+_RANK_RE = re.compile(r"\[rank(\d+)\]: ?")
+_PROC_RE = re.compile(
+    r"\(([A-Za-z][\w-]*(?: (?:TP|rank=)?\d+)?)(?: pid=(\d+))?(?:, ip=[^)]*)?\)(?: |$)")
+# Engine prefixes (the innermost). Groups: time parts, ranks, level.
+_SGLANG_RE = re.compile(r"\[(\d{4})-(\d\d)-(\d\d) (\d\d:\d\d:\d\d)((?: [A-Z]{2,4}\d+)*)\] ")
+_VLLM_RE = re.compile(
+    r"(DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d:\d\d:\d\d)(?:\.\d+)? \[?[\w.-]+:\d+\] ?")
+_GLOG_RE = re.compile(r"([IWEF])(\d\d)(\d\d) (\d\d:\d\d:\d\d)\.\d+\s+\d+ \S+:\d+\] ")
+_PYLOG_RE = re.compile(r"(\d{4})-(\d\d)-(\d\d) (\d\d:\d\d:\d\d),\d+ - (\w+) - ")
+_TRT_RE = re.compile(r"\[(\d\d)/(\d\d)/(\d{4})-(\d\d:\d\d:\d\d)\] (?:\[TRT-LLM\] \[(\w)\] )?")
+_LOGFMT_RE = re.compile(r"time=(\d{4})-(\d\d)-(\d\d)T(\d\d:\d\d:\d\d)\S* level=(\w+) ")
+_TGI_LEVEL_RE = re.compile(r" *(TRACE|DEBUG|INFO|WARN|ERROR) ")
+
+#: Process-prefix names that are parallel workers (tensor/pipeline ranks). Other processes
+#: (``APIServer``, ``EngineCore_DP0``) are the server's main line of work, not ranks.
+_WORKER_PROCS = ("VllmWorkerProcess", "VllmWorker", "Worker", "RayWorkerWrapper")
+
+
+@dataclass(slots=True)
+class Stamp:
+    """A timestamp read from a line.
+
+    ``year`` is None when the line's format has no year (vLLM, glog, syslog); the reader fills it
+    from the nearest full date in the same log. ``hms`` is ``"HH:MM:SS"``; ``tz`` is ``"Z"``,
+    ``"+02:00"`` or ``""`` (local time of the host, unknown offset).
+    """
+
+    year: int | None
+    month: int
+    day: int
+    hms: str
+    tz: str = ""
+
+
+@dataclass(slots=True)
+class Line:
+    """One logical line: what the reader matches against.
+
+    Attributes:
+        lineno: 1-based number of the physical input line (a ``\\r`` frame keeps its line's number).
+        text: the line as shown to an operator: escape codes and control characters removed,
+            wrappers kept.
+        msg: ``text`` without any recognised prefix: what patterns look at.
+        stamp: the outermost timestamp found, or None.
+        rank: a parallel worker's id (``"TP3"``, ``"DP0 TP0"``, ``"rank1"``, ``"pid67"``), or None
+            for the server's main process.
+        proc: the process prefix name (``APIServer``, ``EngineCore_DP0``), or None.
+        ident: the syslog identifier (``systemd``, ``python3``, ``env``) when a syslog, journal or
+            short-iso prefix named one.
+        level: the engine's log level word when its prefix had one (``INFO``, ``ERROR``, ``W``).
+        prefixed: True when an engine prefix started this line, i.e. it begins a new log message;
+            False for continuation lines (traceback frames, multi-line messages).
+        flavor: which engine-style prefix matched: ``sglang``, ``vllm``, ``glog``, ``pylog``,
+            ``trtllm``, ``logfmt``, ``tgi``, or None.
+    """
+
+    lineno: int
+    text: str
+    msg: str
+    stamp: Stamp | None = None
+    rank: str | None = None
+    proc: str | None = None
+    ident: str | None = None
+    level: str | None = None
+    prefixed: bool = False
+    flavor: str | None = None
+
+
+def decode(raw: bytes) -> str:
+    """Decode a raw line as UTF-8, replacing invalid bytes with U+FFFD (never raises)."""
+    return raw.decode("utf-8", "replace")
+
+
+def frames(text: str) -> list[str]:
+    """Split one physical line into its logical lines.
+
+    ``\\r`` separates tqdm frames; ANSI escape codes and other control characters are removed;
+    a progress bar glued to the following log line is split from it. Empty frames are dropped.
+    Lines longer than :data:`MAX_LINE_CHARS` are cut and end with ``" …[cut N chars]"``.
+    """
+    if len(text) > MAX_LINE_CHARS:
+        text = f"{text[:MAX_LINE_CHARS]} …[cut {len(text) - MAX_LINE_CHARS} chars]"
+    if "\x1b" in text:
+        text = _ANSI_RE.sub("", text)
+    parts = text.split("\r") if "\r" in text else [text]
+    out: list[str] = []
+    for part in parts:
+        if not part:
+            continue
+        if not part.isprintable():
+            part = _CTRL_RE.sub("", part.replace("\t", "    "))
+            if not part:
+                continue
+        if "/s]" in part or "s/it]" in part:
+            pieces = _GLUED_BAR_RE.split(part)
+            if len(pieces) > 1:
+                # split() keeps the bar as its own element: re-join each bar with the text before it.
+                buf = ""
+                for i, piece in enumerate(pieces):
+                    buf += piece
+                    if i % 2 == 1:
+                        out.append(buf)
+                        buf = ""
+                if buf:
+                    out.append(buf)
+                continue
+        out.append(part)
+    return out
+
+
+def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | None = None) -> Line:
+    """Parse the prefixes of one logical line.
+
+    Args:
+        lineno: the physical line number (1-based).
+        text: a logical line from :func:`frames`.
+        stamp: a timestamp already known from outside the text (a journal entry's
+            ``__REALTIME_TIMESTAMP``); it wins over any timestamp in the text.
+        ident: a syslog identifier already known (journal ``SYSLOG_IDENTIFIER``).
+
+    Returns:
+        The :class:`Line`; unrecognised text is left in ``msg`` untouched.
+    """
+    line = Line(lineno, text, text, stamp, None, None, ident)
+    s = text
+    if not s:
+        return line
+    c = s[0]
+    # --- wrappers, outermost first ---------------------------------------------------------
+    if c.isdigit():
+        m = _GREP_N_RE.match(s)
+        if m:
+            s = s[m.end():]
+            c = s[:1]
+    elif c == " ":
+        m = _GUTTER_RE.match(s)
+        if m:
+            s = s[m.end():]
+            c = s[:1]
+    if c.isalpha() and " | " in s[:64]:
+        m = _COMPOSE_RE.match(s)
+        if m:
+            s = s[m.end():]
+            c = s[:1]
+    if c.isupper():
+        m = _SYSLOG_RE.match(s)
+        if m and m.group(1) in _MONTHS:
+            if line.stamp is None:
+                line.stamp = Stamp(None, _MONTHS[m.group(1)], int(m.group(2)), m.group(3))
+            line.ident = m.group(5)
+            s = s[m.end():]
+            c = s[:1]
+    if c.isdigit() and not _PYLOG_RE.match(s):
+        m = _ISO_RE.match(s)
+        if m:
+            if line.stamp is None:
+                line.stamp = Stamp(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4),
+                                   m.group(5) or "")
+            if m.group(7):
+                line.ident = m.group(7)
+            s = s[m.end():]
+            c = s[:1]
+            lm = _TGI_LEVEL_RE.match(s)
+            if lm:
+                line.level = lm.group(1)
+                line.prefixed = True
+                line.flavor = "tgi"
+                s = s[lm.end():]
+                c = s[:1]
+    # --- process / rank prefixes -----------------------------------------------------------
+    if c == "[" and s.startswith("[rank"):
+        m = _RANK_RE.match(s)
+        if m:
+            line.rank = "rank" + m.group(1)
+            s = s[m.end():]
+            c = s[:1]
+    if c == "(":
+        m = _PROC_RE.match(s)
+        if m:
+            name = m.group(1)
+            line.proc = name
+            if name.startswith(_WORKER_PROCS):
+                # "Worker_TP1", "VllmWorker rank=1" name their rank; "VllmWorkerProcess pid=67" only a PID.
+                line.rank = name if name[-1].isdigit() else f"pid{m.group(2)}"
+            s = s[m.end():]
+            c = s[:1]
+    # --- the engine's own prefix -------------------------------------------------------------
+    m = None
+    if c == "[":
+        m = _SGLANG_RE.match(s)
+        if m:
+            if line.stamp is None:
+                line.stamp = Stamp(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4))
+            if m.group(5):
+                line.rank = m.group(5).strip()
+            line.flavor = "sglang"
+        else:
+            m = _TRT_RE.match(s)
+            if m:
+                if line.stamp is None:
+                    line.stamp = Stamp(int(m.group(3)), int(m.group(1)), int(m.group(2)), m.group(4))
+                line.level = m.group(5)
+                line.flavor = "trtllm"
+    elif c.isupper():
+        m = _VLLM_RE.match(s)
+        if m:
+            if line.stamp is None:
+                line.stamp = Stamp(None, int(m.group(2)), int(m.group(3)), m.group(4))
+            line.level = m.group(1)
+            line.flavor = "vllm"
+        elif c in "IWEF":
+            m = _GLOG_RE.match(s)
+            if m:
+                if line.stamp is None:
+                    line.stamp = Stamp(None, int(m.group(2)), int(m.group(3)), m.group(4))
+                line.level = m.group(1)
+                line.flavor = "glog"
+    elif c.isdigit():
+        m = _PYLOG_RE.match(s)
+        if m:
+            if line.stamp is None:
+                line.stamp = Stamp(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4))
+            line.level = m.group(5)
+            line.flavor = "pylog"
+    elif c == "t" and s.startswith("time="):
+        m = _LOGFMT_RE.match(s)
+        if m:
+            if line.stamp is None:
+                line.stamp = Stamp(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4))
+            line.level = m.group(5)
+            line.flavor = "logfmt"
+    if m:
+        s = s[m.end():]
+        line.prefixed = True
+    elif line.proc is not None and line.rank is None:
+        line.prefixed = bool(s) and not s[0].isspace()
+    line.msg = s
+    return line

@@ -1,0 +1,1 @@
+"""Wiring: the command line, and later the dashboard app, its screens and actions."""

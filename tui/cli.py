@@ -1,0 +1,79 @@
+"""The ``upwatch`` command line: a thin layer that parses arguments and calls the right piece.
+
+Subcommands:
+
+* ``upwatch replay PATH [--engine NAME] [--unit UNIT] [--json]``: read a saved log (``-`` for
+  standard input) and print its startup timeline and final state. Exit 0 when the log was read,
+  2 when it could not be (one line on stderr says why).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from probes.engines import ENGINES
+from probes.logfile import LogReadError, read_path
+from tui.replay import format_timeline
+
+EXIT_OK = 0
+EXIT_UNREADABLE = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for ``upwatch`` (exposed for the tests and ``--help``)."""
+    parser = argparse.ArgumentParser(
+        prog="upwatch",
+        description="Is the LLM server up yet? Reads server startup logs and says how far the start "
+                    "has come, and if it broke, why.",
+    )
+    parser.add_argument("--version", action="version", version="upwatch 0.1.0")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    replay = sub.add_parser(
+        "replay", help="read a saved log and print its startup timeline",
+        description="Read a saved server log (plain text, `journalctl -o json` output, or a binary "
+                    ".journal file) and print the last start's phases, progress and outcome. "
+                    "Exit status: 0 the log was read (whatever it says), 2 it could not be read.",
+    )
+    replay.add_argument("path", metavar="PATH", help="the log file, or - for standard input")
+    replay.add_argument("--engine", choices=sorted(ENGINES),
+                        help="the server engine (default: detected from the log)")
+    replay.add_argument("--unit", help="journal input only: read only entries about this unit")
+    replay.add_argument("--json", action="store_true",
+                        help="print one JSON object (engine, state, phase, phases_seen, phases, "
+                             "progress, error, cause, hint, starts, restart_loop)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``upwatch`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "replay":
+        return _replay(args)
+    parser.print_help()
+    return EXIT_OK
+
+
+def _replay(args: argparse.Namespace) -> int:
+    try:
+        reading = read_path(args.path, engine=args.engine, unit=args.unit)
+    except LogReadError as exc:
+        print(f"upwatch replay: {exc}", file=sys.stderr)
+        return EXIT_UNREADABLE
+    try:
+        if args.json:
+            json.dump(reading.to_json(), sys.stdout, ensure_ascii=False, indent=2)
+            sys.stdout.write("\n")
+        else:
+            sys.stdout.write(format_timeline(reading, args.path))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # `upwatch replay x | head`: the reader went away; that is not an error of ours.
+        sys.stdout = None  # type: ignore[assignment]
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
