@@ -45,7 +45,7 @@ _ISO_RE = re.compile(
     r"(?: (?![A-Z]{4,} )(\S+) ([^\s\[:]+)(?:\[(\d+)\])?: | +)")
 _RANK_RE = re.compile(r"\[rank(\d+)\]: ?")
 _PROC_RE = re.compile(
-    r"\(([A-Za-z][\w-]*(?: (?:TP|rank=)?\d+)?)(?: pid=(\d+))?(?:, ip=[^)]*)?\)(?: |$)")
+    r"\(([A-Za-z][\w-]*(?: (?:TP|rank=)?\d+)?) pid=(\d+)(?:, ip=[^)]*)?\)(?: |$)")
 # Engine prefixes (the innermost). Groups: time parts, ranks, level.
 _SGLANG_RE = re.compile(r"\[(\d{4})-(\d\d)-(\d\d) (\d\d:\d\d:\d\d)((?: [A-Z]{2,4}\d+)*)\] ")
 _VLLM_RE = re.compile(

@@ -423,8 +423,8 @@ class StartupReader:
         old = self._start
         if old.evidence:
             self._starts += 1
-            if old.ready and not old.failed:
-                self._streak = 0
+            if old.ready:
+                self._streak = 1 if old.failed else 0  # a crash after serving starts a new count
             elif old.failed:
                 self._streak += 1
         if old.error is not None:
@@ -580,13 +580,13 @@ class StartupReader:
         else:
             cur = start  # an empty start after an end: report it as the fresh start it is
         streak = self._streak
-        if cur.failed:
+        if cur.ready:
+            streak = 1 if cur.failed else 0
+        elif cur.failed:
             streak += 1
             # "restart counter is at N" with nothing ready in the log: systemd saw the earlier failures.
             if (self._restart_counter or 0) >= 2 and not self._ever_ready:
                 streak = max(streak, 2)
-        elif cur.ready:
-            streak = 0
         if cur.failed:
             state = "failed"
             phase_i = cur.fail_phase

@@ -34,7 +34,7 @@ ENGINE = Engine(
                      "`gpu_memory_utilization` when initializing the engine."),
         Rule(r"Engine core initialization failed|EngineDeadError|Engine process failed to start|"
              r"died unexpectedly|Worker \S+ pid \d+ died, exit code: -?\d+",
-             keys=("engine", "enginedeaderror", "died"), cause="engine_died",
+             keys=("engine", "enginedeaderror", "died"), cause="engine_died", detect="vllm",
              example="RuntimeError: Engine core initialization failed. See root cause above. "
                      "Failed core proc(s): {}"),
         Rule(r"Exception in worker \S+ while processing method", keys=("exception",), cause="unknown",

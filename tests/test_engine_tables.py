@@ -1,0 +1,158 @@
+"""The engine tables: every rule matches its own example through the fast matcher, and the reader's
+rules of the game (ranks, restarts, years, warnings) hold on small made-up sequences of real lines."""
+
+from __future__ import annotations
+
+import pytest
+
+from probes.engines import CAUSES, ENGINES, PHASES, matcher_for
+from probes.engines import common
+from probes.engines.base import Rule, derive_keys
+from probes.reader import StartupReader
+
+ALL_RULES = [(None, r) for r in common.RULES] + [(name, r) for name, e in ENGINES.items() for r in e.rules]
+
+
+@pytest.mark.parametrize("engine, rule", ALL_RULES, ids=lambda x: x.pattern[:40] if isinstance(x, Rule) else str(x))
+def test_every_rule_matches_its_example_through_the_matcher(engine, rule) -> None:
+    assert rule.example, "every rule carries a real example line"
+    hits = matcher_for(engine or "vllm").match(rule.example) if engine is None else \
+        matcher_for(engine).match(rule.example)
+    assert rule in [r for r, _ in hits], f"key words {rule.keys} do not select {rule.pattern!r}"
+
+
+def test_derived_keys_are_whole_literal_words() -> None:
+    assert derive_keys(r"Load weight begin") == ("weight",)
+    assert derive_keys(r"Capture cuda graph begin\. avail mem=\d+") == ("capture",)
+    assert derive_keys(r"Python\.h: No such file or directory") == ("directory",)
+    with pytest.raises(ValueError):
+        derive_keys(r"\d+/\d+")
+
+
+def test_alternation_without_keys_is_refused() -> None:
+    with pytest.raises(ValueError):
+        Rule(r"foo|bar")
+
+
+def test_phase_and_cause_ids_are_canonical() -> None:
+    for _, rule in ALL_RULES:
+        assert rule.phase is None or rule.phase in PHASES
+        assert rule.cause is None or rule.cause in CAUSES
+
+
+def _read(lines: list[str], engine: str | None = None):
+    reader = StartupReader(engine)
+    for line in lines:
+        reader.feed(line)
+    return reader.reading()
+
+
+def test_a_phase_is_the_hosts_only_when_every_rank_has_reached_it() -> None:
+    lines = [f"[2025-03-08 12:29:13 TP{i}] Load weight begin. avail mem=21.63 GB" for i in range(4)]
+    lines += ["[2025-03-08 12:29:21 TP0] KV Cache is allocated. #tokens: 46611",
+              "[2025-03-08 12:29:21 TP1] KV Cache is allocated. #tokens: 46611"]
+    r = _read(lines)
+    assert r.phase == "weights"                          # TP2 and TP3 are still loading
+    assert r.phases_seen == ["weights", "init"]         # but init has begun (first attributable line)
+    r = _read(lines + [f"[2025-03-08 12:29:21 TP{i}] KV Cache is allocated. #tokens: 1" for i in (2, 3)])
+    assert r.phase == "init"
+
+
+def test_progress_is_the_slowest_ranks() -> None:
+    bar = "(Worker_TP{} pid=1{}) Loading safetensors checkpoint shards:  {}% Completed | {}/8 [00:01<00:01,  1.0it/s]"
+    r = _read(["vllm serve m --tensor-parallel-size 2", bar.format(0, 0, 75, 6), bar.format(1, 1, 25, 2),
+               bar.format(0, 0, 100, 8)])
+    assert r.progress is not None
+    assert (r.progress.phase, r.progress.done, r.progress.total) == ("weights", 2, 8)
+
+
+def test_a_date_without_a_year_takes_the_year_of_the_nearest_full_date() -> None:
+    r = _read(["INFO 12-31 23:59:58 api_server.py:151] vLLM API server version 0.4.1",
+               "INFO 01-01 00:00:03 model_runner.py:173] Loading model weights took 14.9595 GB"] + ["x"] * 5 +
+              ["[2026-01-01 00:00:09] something with a full date"])
+    assert [m.time for m in r.phases] == ["2026-12-31T23:59:58", "2026-01-01T00:00:03"]
+    r = _read(["[2025-12-31 23:59:00] before", "INFO 12-31 23:59:58 api_server.py:151] vLLM API server version 0.4.1"]
+              + ["x"] * 5 + ["[2026-01-01 00:00:09] after"])
+    assert r.phases[0].time == "2025-12-31T23:59:58"     # the nearer full date wins
+    r = _read(["INFO 02-12 19:33:39 api_server.py:151] vLLM API server version 0.4.1"])
+    assert r.phases[0].time == "--02-12T19:33:39"         # no full date anywhere: no year
+
+
+def test_phase_durations_come_from_line_times() -> None:
+    r = _read(["[2025-03-08 12:29:04] server_args=ServerArgs(model_path='m')",
+               "[2025-03-08 12:29:13] Load weight begin. avail mem=21.63 GB",
+               "[2025-03-08 12:30:13] Load weight end. type=Qwen2ForCausalLM",
+               "[2025-03-08 12:30:43] KV Cache is allocated. #tokens: 46611"])
+    assert [m.duration_s for m in r.phases] == [9.0, 90.0, 0.0]
+
+
+def test_warnings_that_do_not_stop_the_server_are_not_failures() -> None:
+    r = _read(["[2026-05-22 15:58:30] Ignore import error when loading sglang.srt.multimodal.processors.x: "
+               "Could not load libtorchcodec. Likely causes:",
+               "FFmpeg version 7: Could not load this library: libtorchcodec_core7.so",
+               "OSError: libavutil.so.59: cannot open shared object file: No such file or directory",
+               "[2025-03-08 12:29:12 TP0] Custom allreduce is disabled because it's not supported on more "
+               "than two PCIe-only GPUs."])
+    assert r.state == "loading" and r.error is None
+
+
+def test_the_root_cause_beats_its_consequences_whatever_their_order() -> None:
+    r = _read(["ERROR 07-01 13:54:43 multiproc_worker_utils.py:120] Worker VllmWorkerProcess pid 1159 died, exit code: -6",
+               "[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation timeout: x",
+               "RuntimeError: Engine core initialization failed. See root cause above."])
+    assert (r.cause, r.error.line) == ("nccl", 2)
+
+
+def test_a_traceback_source_line_is_not_the_error() -> None:
+    r = _read(['  File "/v/utils.py", line 786, in wait_for_engine_startup',
+               '    raise RuntimeError("Engine core initialization failed. "',
+               "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}"])
+    assert (r.cause, r.error.line) == ("engine_died", 3)
+
+
+def test_restarts_from_systemd_lines() -> None:
+    started = "Nov 15 21:48:43 gpu-node-1 systemd[1]: Started Ollama Service."
+    crash = "Nov 15 21:48:43 gpu-node-1 systemd[1]: ollama.service: Main process exited, code=dumped, status=11/SEGV"
+    restart = "Nov 15 21:48:46 gpu-node-1 systemd[1]: ollama.service: Scheduled restart job, restart counter is at {}."
+    r = _read([started, crash])
+    assert (r.starts, r.restart_loop, r.cause) == (1, False, "core_dump")
+    r = _read([started, crash, restart.format(1), started, crash, restart.format(2), started])
+    assert (r.starts, r.state, r.cause, r.restart_loop) == (3, "loading", None, True)
+    assert r.error is not None and r.error.line == 5        # the latest failure, while the new start loads
+    assert r.restart_counter == 2
+
+
+def test_a_ready_start_resets_the_loop() -> None:
+    started = "Nov 15 21:48:43 gpu-node-1 systemd[1]: Started Ollama Service."
+    crash = "Nov 15 21:48:43 gpu-node-1 systemd[1]: ollama.service: Main process exited, code=exited, status=1/FAILURE"
+    ready = 'Nov 15 21:48:44 gpu-node-1 ollama[9]: time=2024-11-02T10:00:00.000Z level=INFO source=routes.go:1 ' \
+            'msg="Listening on 127.0.0.1:11434 (version 0.5.7)"'
+    r = _read([started, crash, started, ready, started, crash])
+    assert (r.starts, r.restart_loop) == (3, False)
+    # A crash after serving counts as one failure: with the next start failing too, that is two.
+    r = _read([started, crash, started, ready, crash, started, crash])
+    assert (r.starts, r.restart_loop) == (3, True)
+
+
+def test_a_stop_on_purpose_is_stopped_not_failed() -> None:
+    r = _read(["Nov 15 21:48:43 gpu-node-1 systemd[1]: Started vLLM.",
+               "Nov 15 21:48:44 gpu-node-1 python3[7]: INFO 05-04 14:43:16 api_server.py:151] vLLM API server version 0.4.1",
+               "Nov 15 21:50:00 gpu-node-1 systemd[1]: Stopping vLLM...",
+               "Nov 15 21:50:01 gpu-node-1 systemd[1]: vllm.service: Main process exited, code=killed, status=15/TERM",
+               "Nov 15 21:50:01 gpu-node-1 systemd[1]: vllm.service: Failed with result 'signal'.",
+               "Nov 15 21:50:01 gpu-node-1 systemd[1]: Stopped vLLM."])
+    assert (r.state, r.cause, r.starts) == ("stopped", None, 1)
+
+
+def test_banner_repeats_without_systemd_are_new_starts() -> None:
+    banner = "INFO 05-04 14:43:16 api_server.py:151] vLLM API server version 0.4.1"
+    r = _read([banner, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.", banner])
+    assert (r.starts, r.state, r.phase) == (2, "loading", "starting")
+    assert r.error is not None and r.error.line == 2
+
+
+def test_engine_given_is_used_and_unknown_engine_is_refused() -> None:
+    assert _read(["hello"], engine="tgi").engine == "tgi"
+    assert _read(["hello"]).engine == "unknown"
+    with pytest.raises(ValueError):
+        StartupReader("nosuch")

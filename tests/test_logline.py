@@ -1,0 +1,95 @@
+"""Line cleaning and prefix parsing: every wrapper an operator's log may carry."""
+
+from __future__ import annotations
+
+import pytest
+
+from probes.logline import MAX_LINE_CHARS, frames, parse
+
+
+def test_cr_frames_are_logical_lines_and_empty_frames_drop() -> None:
+    raw = "\r  0%|  | 0/3 [00:00<?, ?it/s]\rCapturing batches (bs=4):  33%|###  | 1/3 [00:00<00:00,  4.86it/s]\r"
+    assert frames(raw) == ["  0%|  | 0/3 [00:00<?, ?it/s]",
+                           "Capturing batches (bs=4):  33%|###  | 1/3 [00:00<00:00,  4.86it/s]"]
+
+
+def test_ansi_and_control_characters_are_removed() -> None:
+    raw = "\x1b[1;36m(VllmWorkerProcess pid=67)\x1b[0;0m INFO x\x07y\x08 \x1b]0;title\x07done\x1b"
+    assert frames(raw) == ["(VllmWorkerProcess pid=67) INFO xy done"]
+
+
+def test_markup_like_text_is_kept_literally() -> None:
+    assert frames("[bold]x[/] [/usr/bin/python3]") == ["[bold]x[/] [/usr/bin/python3]"]
+
+
+def test_a_bar_glued_to_the_next_line_is_split() -> None:
+    raw = ("  0%|          | 0/13 [00:00<?, ?it/s][2025-03-08 12:29:21 TP1] Capture cuda graph begin.")
+    assert frames(raw) == ["  0%|          | 0/13 [00:00<?, ?it/s]",
+                           "[2025-03-08 12:29:21 TP1] Capture cuda graph begin."]
+
+
+def test_overlong_lines_are_cut_and_marked() -> None:
+    (text,) = frames("x" * (MAX_LINE_CHARS + 10))
+    assert text.endswith("…[cut 10 chars]") and len(text) < MAX_LINE_CHARS + 32
+
+
+@pytest.mark.parametrize("raw, msg, stamp, rank, ident", [
+    # SGLang with ranks, and without
+    ("[2025-03-08 12:29:11 TP3] Init torch distributed begin.", "Init torch distributed begin.",
+     (2025, 3, 8, "12:29:11"), "TP3", None),
+    ("[2025-06-26 09:47:18 DP0 TP0] Capture cuda graph bs [2, 4]", "Capture cuda graph bs [2, 4]",
+     (2025, 6, 26, "09:47:18"), "DP0 TP0", None),
+    # vLLM V1 with a worker prefix, V0 without brackets
+    ("(VllmWorkerProcess pid=67) INFO 11-05 03:21:41 model_runner.py:1025] Loading model weights took 10 GB",
+     "Loading model weights took 10 GB", (None, 11, 5, "03:21:41"), "pid67", None),
+    ("(EngineCore_DP0 pid=12321) INFO 02-12 19:35:05 [gpu_model_runner.py:4033] Starting to load model x...",
+     "Starting to load model x...", (None, 2, 12, "19:35:05"), None, None),
+    ("(Worker_TP1 pid=5) INFO 02-12 19:35:05 [default_loader.py:291] Loading weights took 2.70 seconds",
+     "Loading weights took 2.70 seconds", (None, 2, 12, "19:35:05"), "Worker_TP1", None),
+    # syslog, with grep -n in front; journalctl -o short-iso
+    ("109:Feb 26 17:41:39 gpu-node-1 python3.12[409441]: (EngineCore_DP0 pid=409441) ValueError: boom",
+     "ValueError: boom", (None, 2, 26, "17:41:39"), None, "python3.12"),
+    ("2026-11-29T16:27:20+0000 gpu-node-1 systemd[1]: Started sglang.service.", "Started sglang.service.",
+     (2026, 11, 29, "16:27:20"), None, "systemd"),
+    # docker compose, a log viewer's gutter, a container runtime's timestamp before SGLang's own
+    ("sglang-1  | [2025-05-02 16:13:41] Init torch distributed begin.", "Init torch distributed begin.",
+     (2025, 5, 2, "16:13:41"), None, None),
+    ("  | ERROR 07-01 13:54:43 multiproc_worker_utils.py:120] Worker died", "Worker died",
+     (None, 7, 1, "13:54:43"), None, None),
+    ("2026-09-22T06:49:56.336833841Z [2026-09-22 06:49:57] server_args=ServerArgs(", "server_args=ServerArgs(",
+     (2026, 9, 22, "06:49:56"), None, None),
+    # torch's [rankN]: prefix, glog, Python logging, TRT-LLM, TGI, Ollama's logfmt
+    ("[rank1]: torch.cuda.OutOfMemoryError: CUDA out of memory.", "torch.cuda.OutOfMemoryError: CUDA out of memory.",
+     None, "rank1", None),
+    ("W0904 14:28:17.324000 964632 torch/utils/cpp_extension.py:2425] TORCH_CUDA_ARCH_LIST is not set",
+     "TORCH_CUDA_ARCH_LIST is not set", (None, 9, 4, "14:28:17"), None, None),
+    ("2025-05-02 16:14:33,560 - INFO - flashinfer.jit: Prebuilt kernels not found",
+     "flashinfer.jit: Prebuilt kernels not found", (2025, 5, 2, "16:14:33"), None, None),
+    ("[12/20/2025-04:20:04] [TRT-LLM] [I] Using LLM with PyTorch backend", "Using LLM with PyTorch backend",
+     (2025, 12, 20, "04:20:04"), None, None),
+    ("2024-06-17T13:18:04.047265Z  INFO shard-manager: text_generation_launcher: Waiting for shard",
+     "shard-manager: text_generation_launcher: Waiting for shard", (2024, 6, 17, "13:18:04"), None, None),
+    ('time=2024-11-02T10:00:00.000Z level=INFO source=routes.go:1 msg="Listening on 127.0.0.1:11434"',
+     'source=routes.go:1 msg="Listening on 127.0.0.1:11434"', (2024, 11, 2, "10:00:00"), None, None),
+])
+def test_prefixes(raw, msg, stamp, rank, ident) -> None:
+    line = parse(7, raw)
+    assert line.msg == msg
+    assert line.text == raw and line.lineno == 7
+    got = None if line.stamp is None else (line.stamp.year, line.stamp.month, line.stamp.day, line.stamp.hms)
+    assert got == stamp
+    assert line.rank == rank
+    assert line.ident == ident
+
+
+def test_unprefixed_continuation_lines_are_not_new_messages() -> None:
+    assert parse(1, "[2025-03-08 12:29:11 TP3] Scheduler hit an exception:").prefixed
+    assert not parse(2, '  File "/x/scheduler.py", line 3, in run').prefixed
+    assert not parse(3, "KeyError: 'BLOCK_SIZE_M'").prefixed
+    assert not parse(4, "(EngineCore_DP0 pid=1)   warnings.warn(").prefixed
+
+
+def test_text_that_only_looks_like_a_prefix_stays_in_the_message() -> None:
+    for raw in ("12:34:56 something", "# GPU blocks: 2358, # CPU blocks: 2048", "slot init: id  0 | task -1 |",
+                "(sglang) user@gpu-node-1:~$ python -m sglang.launch_server"):
+        assert parse(1, raw).msg == raw

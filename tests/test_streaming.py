@@ -1,0 +1,72 @@
+"""The reader is incremental: after line k it says exactly what it says of the file cut after line k.
+
+There is no look-ahead and no end-of-file step, so the dashboard can feed it live journal lines and
+show each reading as it comes.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from conftest import LOGS, EXTRA_LOGS
+from probes.logfile import read_stream
+from probes.reader import StartupReader
+
+# Files with the most going on: ranks, glued bars, \r frames, restarts, provisional ready.
+STREAMED = [LOGS / "sglang-ok-03.log", LOGS / "sglang-fail-graphcapture-01.log", LOGS / "sglang-ok-05-cr.log",
+            LOGS / "vllm-fail-port-01.log", LOGS / "vllm-fail-silent-01.log", LOGS / "ollama-restart-loop-02.log",
+            LOGS / "tgi-fail-oom-01.log", LOGS / "vllm-restart-loop-02.log", LOGS / "trtllm-ok-01.log",
+            EXTRA_LOGS / "ollama-restart-loop-03-oldsystemd.log"]
+
+
+def _readings_as_you_go(data: bytes) -> list:
+    seen = []
+    read_stream(io.BytesIO(data), on_line=lambda r: seen.append(r.reading()))
+    return seen
+
+
+@pytest.mark.parametrize("log", STREAMED, ids=lambda p: p.stem)
+def test_reading_after_line_k_equals_reading_of_file_cut_after_k(log) -> None:
+    data = log.read_bytes()
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    streamed = _readings_as_you_go(data)
+    assert len(streamed) == len(lines)
+    for k in range(1, len(lines) + 1):
+        cut = b"\n".join(lines[:k]) + b"\n"
+        assert read_stream(io.BytesIO(cut)) == streamed[k - 1], f"differs after line {k}"
+
+
+def test_vllm_port_in_use_reads_ready_then_failed() -> None:
+    """`Application startup complete.` (L14) is ready until the bind error (L15) takes it back."""
+    reader = StartupReader()
+    lines = (LOGS / "vllm-fail-port-01.log").read_bytes().split(b"\n")
+    for raw in lines[:14]:
+        reader.feed_bytes(raw)
+    ready = reader.reading()
+    assert (ready.state, ready.phase, ready.phases_seen) == ("ready", "ready", ["warmup", "ready"])
+    reader.feed_bytes(lines[14])
+    failed = reader.reading()
+    assert (failed.state, failed.phase, failed.cause) == ("failed", "warmup", "port_in_use")
+    assert failed.phases_seen == ["warmup"]
+    assert failed.error is not None and failed.error.line == 15
+    assert "port 8000" in failed.hint
+
+
+def test_reading_does_not_change_the_reader() -> None:
+    reader = StartupReader()
+    for raw in (LOGS / "sglang-ok-01.log").read_bytes().split(b"\n")[:20]:
+        reader.feed_bytes(raw)
+    assert reader.reading() == reader.reading()
+
+
+def test_streamed_reading_sees_phases_in_order() -> None:
+    """Live, the phase only moves forward through an SGLang TP4 start (no flicker back)."""
+    order = ["starting", "weights", "init", "graph_capture", "warmup", "ready"]
+    phases = [r.phase for r in _readings_as_you_go((LOGS / "sglang-ok-03.log").read_bytes())]
+    indexes = [order.index(p) for p in phases]
+    assert indexes == sorted(indexes)
+    assert phases[-1] == "ready" and "graph_capture" in phases
