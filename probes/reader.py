@@ -584,8 +584,9 @@ class StartupReader:
             streak = 1 if cur.failed else 0
         elif cur.failed:
             streak += 1
-            # "restart counter is at N" with nothing ready in the log: systemd saw the earlier failures.
-            if (self._restart_counter or 0) >= 2 and not self._ever_ready:
+            # Only this start is in the log, but "restart counter is at N" says systemd restarted it
+            # before: the earlier failures happened where the log does not reach.
+            if self._starts == 0 and (self._restart_counter or 0) >= 2 and not self._ever_ready:
                 streak = max(streak, 2)
         if cur.failed:
             state = "failed"

@@ -32,8 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     replay = sub.add_parser(
         "replay", help="read a saved log and print its startup timeline",
-        description="Read a saved server log (plain text, `journalctl -o json` output, or a binary "
-                    ".journal file) and print the last start's phases, progress and outcome. "
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Read a saved server log (plain text as the server printed it, `journalctl -o json`\n"
+                    "output, or a binary .journal file) and print the last start's phases, progress\n"
+                    "and outcome.\n\n"
                     "Exit status: 0 the log was read (whatever it says), 2 it could not be read.",
     )
     replay.add_argument("path", metavar="PATH", help="the log file, or - for standard input")

@@ -1,0 +1,70 @@
+"""`upwatch replay`: the first command an operator runs, as a subprocess, the way they run it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import LOGS
+
+KEYS = ["engine", "state", "phase", "phases_seen", "phases", "progress", "error", "cause", "hint", "starts",
+        "restart_loop"]
+
+
+def _upwatch(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tui", *args], input=stdin, capture_output=True)
+
+
+def test_json_has_exactly_the_documented_keys() -> None:
+    proc = _upwatch("replay", "--json", str(LOGS / "sglang-fail-graphcapture-01.log"))
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert list(out) == KEYS
+    assert out["state"] == "failed" and out["cause"] == "unknown"
+    assert out["error"] == {"line": 111, "text": "KeyError: 'BLOCK_SIZE_M'"}
+    assert out["progress"] == {"phase": "graph_capture", "done": 0, "total": 51}
+    assert [set(p) for p in out["phases"]] == [{"phase", "line", "time", "text"}] * 3
+    assert out["phases"][0] == {"phase": "weights", "line": 1, "time": None,
+                                "text": "Loading safetensors checkpoint shards: 100% Completed | 163/163 "
+                                        "[00:16<00:00, 10.15it/s]"}
+    assert out["phases"][1]["time"] == "2026-05-08T14:34:31"
+
+
+def test_text_timeline_names_phases_lines_times_and_the_outcome() -> None:
+    proc = _upwatch("replay", str(LOGS / "vllm-fail-oom-01.log"))
+    assert proc.returncode == 0
+    text = proc.stdout.decode()
+    assert "vLLM, 6 lines, 1 start" in text
+    assert "Weight load" in text and "Init" in text
+    assert "FAILED during Init: cuda_oom" in text
+    assert "decisive line, line 5:" in text and "CUDA out of memory. Tried to allocate 1.95 GiB" in text
+    assert "hint: GPU memory ran out" in text
+
+
+def test_ready_timeline_shows_durations_and_progress() -> None:
+    text = _upwatch("replay", str(LOGS / "sglang-ok-01.log")).stdout.decode()
+    assert "READY" in text
+    row = next(line for line in text.splitlines() if "Graph capture" in line)
+    assert row.split()[2:] == ["15", "2025-05-02T16:14:33", "26s", "4/4", "(100%)"]
+
+
+def test_stdin_and_engine_flag() -> None:
+    data = (LOGS / "vllm-ok-03.log").read_bytes()
+    out = json.loads(_upwatch("replay", "--json", "-", stdin=data).stdout)
+    assert (out["engine"], out["state"]) == ("vllm", "ready")
+    out = json.loads(_upwatch("replay", "--json", "--engine", "tgi", "-", stdin=data).stdout)
+    assert out["engine"] == "tgi"
+
+
+def test_unreadable_input_exits_2_with_one_line() -> None:
+    proc = _upwatch("replay", "/nonexistent/x.log")
+    assert proc.returncode == 2
+    assert proc.stderr.decode() == "upwatch replay: /nonexistent/x.log: no such file\n"
+    proc = _upwatch("replay", "--engine", "nosuch", "x.log")
+    assert proc.returncode == 2 and b"invalid choice" in proc.stderr
+
+
+def test_help_documents_the_exit_status() -> None:
+    out = _upwatch("replay", "--help").stdout.decode()
+    assert "Exit status: 0" in out and "2 it could not be read" in out
