@@ -256,7 +256,8 @@ class StartupReader:
         self._benign = False
         self._year_prev: tuple[int, int] | None = None
         self._await_next: list[_Mark] = []
-        self._last_stamp: _Mark | None = None
+        # The last timestamped line and the full date before it: the end of the current phase.
+        self._last_stamp: tuple[int, Stamp, tuple[int, int] | None] | None = None
         self._last_line = ""
         self._after_frame = False
         self._ever_ready = False
@@ -311,7 +312,7 @@ class StartupReader:
                     for mk in self._await_next:
                         mk.next = self._year_prev
                     self._await_next.clear()
-            self._last_stamp = self._mark("", ln)
+            self._last_stamp = (ln.lineno, st, self._year_prev)
         if ln.prefixed or msg.startswith("Traceback (most recent call last)"):
             self._benign = False
         # The line after a traceback's `File "...", line N` is source code, not an error message.
@@ -643,7 +644,10 @@ class StartupReader:
 
     def _phase_marks(self, marks: list[_Mark]) -> tuple[PhaseMark, ...]:
         times = [_resolve(mk) for mk in marks]
-        end = _resolve(self._last_stamp) if self._last_stamp is not None else None
+        end = None
+        if self._last_stamp is not None:
+            lineno, stamp, prev = self._last_stamp
+            end = _resolve(_Mark("", lineno, "", stamp, prev))
         out = []
         for i, mk in enumerate(marks):
             t = times[i]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from probes.engines import CAUSES, ENGINES, PHASES, matcher_for
+from probes.engines import CAUSES, ENGINES, PHASES, _detect_only, matcher_for
 from probes.engines import common
 from probes.engines.base import Rule, derive_keys
 from probes.reader import StartupReader
@@ -16,9 +16,16 @@ ALL_RULES = [(None, r) for r in common.RULES] + [(name, r) for name, e in ENGINE
 @pytest.mark.parametrize("engine, rule", ALL_RULES, ids=lambda x: x.pattern[:40] if isinstance(x, Rule) else str(x))
 def test_every_rule_matches_its_example_through_the_matcher(engine, rule) -> None:
     assert rule.example, "every rule carries a real example line"
-    hits = matcher_for(engine or "vllm").match(rule.example) if engine is None else \
-        matcher_for(engine).match(rule.example)
+    # Detection-only rules matter only while the engine is unknown; the rest hold once it is known.
+    matcher = matcher_for(None) if _detect_only(rule) else matcher_for(engine or "vllm")
+    hits = matcher.match(rule.example)
     assert rule in [r for r, _ in hits], f"key words {rule.keys} do not select {rule.pattern!r}"
+
+
+def test_detection_rules_are_dropped_once_the_engine_is_known() -> None:
+    known = matcher_for("vllm").rules
+    assert not any(_detect_only(r) for r in known)
+    assert any(_detect_only(r) for r in matcher_for("vllm", committed=False).rules)
 
 
 def test_derived_keys_are_whole_literal_words() -> None:

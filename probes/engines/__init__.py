@@ -25,6 +25,12 @@ __all__ = ["ENGINES", "IDENTS", "PHASES", "PHASE_INDEX", "CAUSES", "CAUSE_STRENG
            "Engine", "Rule", "BarLabel", "Matcher", "matcher_for", "bars_for", "hint_for"]
 
 
+def _detect_only(rule: Rule) -> bool:
+    """A rule whose only effect is naming the engine: useless once the engine is known."""
+    return bool(rule.detect) and not (rule.phase or rule.ready or rule.cause or rule.banner or rule.benign
+                                      or rule.lifecycle or rule.progress)
+
+
 def _ordered(rules: list[Rule]) -> list[Rule]:
     # Failure rules by decisiveness first (stable, so table order breaks ties), then the rest.
     return sorted(rules, key=lambda r: -r.strength)
@@ -42,9 +48,10 @@ def matcher_for(name: str | None, committed: bool = True) -> Matcher:
     Raises:
         KeyError: for an engine id not in :data:`ENGINES`.
     """
-    rules = list(common.RULES)
+    committed = committed and name is not None
+    rules = [r for r in common.RULES if not (committed and _detect_only(r))]
     if name is not None:
-        rules += ENGINES[name].rules
+        rules += [r for r in ENGINES[name].rules if not (committed and _detect_only(r))]
     if name is None or not committed:
         rules += [r for e in ENGINES.values() if e.name != name for r in e.rules if r.detect and not r.weak]
     return Matcher(_ordered(rules))

@@ -209,6 +209,10 @@ class Matcher:
 
     __slots__ = ("rules", "_index", "_keys")
 
+    #: Key words are looked for in the first this many characters of a message: every rule's key
+    #: sits near the start of the lines it matches, and it bounds the cost of 10 kB argument dumps.
+    SCAN_CHARS = 400
+
     def __init__(self, rules: tuple[Rule, ...] | list[Rule]) -> None:
         self.rules = tuple(rules)
         index: dict[str, list[int]] = {}
@@ -220,7 +224,7 @@ class Matcher:
 
     def match(self, msg: str) -> list[tuple[Rule, re.Match[str]]]:
         """All rules matching ``msg``, in table order (an empty list for most lines)."""
-        hits = self._keys.intersection(msg.lower().translate(_PUNCT_TO_SPACE).split())
+        hits = self._keys.intersection(msg[:400].lower().translate(_PUNCT_TO_SPACE).split())
         if not hits:
             return []
         index = self._index
