@@ -53,7 +53,7 @@ def matcher_for(name: str | None, committed: bool = True) -> Matcher:
     if name is not None:
         rules += [r for r in ENGINES[name].rules if not (committed and _detect_only(r))]
     if name is None or not committed:
-        rules += [r for e in ENGINES.values() if e.name != name for r in e.rules if r.detect and not r.weak]
+        rules += [r for e in ENGINES.values() if e.name != name for r in e.rules if r.detect]
     return Matcher(_ordered(rules))
 
 
