@@ -166,14 +166,18 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
     Returns:
         The :class:`Line`; unrecognised text is left in ``msg`` untouched.
     """
-    line = Line(lineno, text, text, stamp, None, None, ident)
     s = text
     if not s:
-        return line
+        return Line(lineno, text, text, stamp, None, None, ident)
+    rank = proc = level = flavor = None
+    prefixed = False
     c = s[0]
-    # --- wrappers, outermost first ---------------------------------------------------------
+    # --- wrappers, outermost first (each gated by a cheap look at the first characters) --------
     if c.isdigit():
-        m = _GREP_N_RE.match(s)
+        if s[1:2].isdigit() and s[4:5] == "-":
+            m = None  # a date: no grep -n number in front
+        else:
+            m = _GREP_N_RE.match(s)
         if m:
             s = s[m.end():]
             c = s[:1]
@@ -187,46 +191,44 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
         if m:
             s = s[m.end():]
             c = s[:1]
-    if c.isupper():
+    if c.isupper() and s[3:4] == " " and s[:3] in _MONTHS:
         m = _SYSLOG_RE.match(s)
-        if m and m.group(1) in _MONTHS:
-            if line.stamp is None:
-                line.stamp = Stamp(None, _MONTHS[m.group(1)], int(m.group(2)), m.group(3))
-            line.ident = m.group(5)
+        if m:
+            if stamp is None:
+                stamp = Stamp(None, _MONTHS[m.group(1)], int(m.group(2)), m.group(3))
+            ident = m.group(5)
             s = s[m.end():]
             c = s[:1]
-    if c.isdigit() and not _PYLOG_RE.match(s):
+    if c.isdigit() and s[4:5] == "-" and not _PYLOG_RE.match(s):
         m = _ISO_RE.match(s)
         if m:
-            if line.stamp is None:
-                line.stamp = Stamp(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4),
-                                   m.group(5) or "")
+            if stamp is None:
+                stamp = Stamp(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4), m.group(5) or "")
             if m.group(7):
-                line.ident = m.group(7)
+                ident = m.group(7)
             s = s[m.end():]
             c = s[:1]
             lm = _TGI_LEVEL_RE.match(s)
             if lm:
-                line.level = lm.group(1)
-                line.prefixed = True
-                line.flavor = "tgi"
+                level = lm.group(1)
+                prefixed = True
+                flavor = "tgi"
                 s = s[lm.end():]
                 c = s[:1]
     # --- process / rank prefixes -----------------------------------------------------------
     if c == "[" and s.startswith("[rank"):
         m = _RANK_RE.match(s)
         if m:
-            line.rank = "rank" + m.group(1)
+            rank = "rank" + m.group(1)
             s = s[m.end():]
             c = s[:1]
     if c == "(":
         m = _PROC_RE.match(s)
         if m:
-            name = m.group(1)
-            line.proc = name
-            if name.startswith(_WORKER_PROCS):
+            proc = m.group(1)
+            if proc.startswith(_WORKER_PROCS):
                 # "Worker_TP1", "VllmWorker rank=1" name their rank; "VllmWorkerProcess pid=67" only a PID.
-                line.rank = name if name[-1].isdigit() else f"pid{m.group(2)}"
+                rank = proc if proc[-1].isdigit() else f"pid{m.group(2)}"
             s = s[m.end():]
             c = s[:1]
     # --- the engine's own prefix -------------------------------------------------------------
@@ -234,50 +236,51 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
     if c == "[":
         m = _SGLANG_RE.match(s)
         if m:
-            if line.stamp is None:
-                line.stamp = Stamp(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4))
+            if stamp is None:
+                stamp = Stamp(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4))
             if m.group(5):
-                line.rank = m.group(5).strip()
-            line.flavor = "sglang"
+                rank = m.group(5).strip()
+            flavor = "sglang"
         else:
             m = _TRT_RE.match(s)
             if m:
-                if line.stamp is None:
-                    line.stamp = Stamp(int(m.group(3)), int(m.group(1)), int(m.group(2)), m.group(4))
-                line.level = m.group(5)
-                line.flavor = "trtllm"
+                if stamp is None:
+                    stamp = Stamp(int(m.group(3)), int(m.group(1)), int(m.group(2)), m.group(4))
+                level = m.group(5)
+                flavor = "trtllm"
     elif c.isupper():
-        m = _VLLM_RE.match(s)
-        if m:
-            if line.stamp is None:
-                line.stamp = Stamp(None, int(m.group(2)), int(m.group(3)), m.group(4))
-            line.level = m.group(1)
-            line.flavor = "vllm"
-        elif c in "IWEF":
+        if s[1:2].isupper():
+            m = _VLLM_RE.match(s)
+            if m:
+                if stamp is None:
+                    stamp = Stamp(None, int(m.group(2)), int(m.group(3)), m.group(4))
+                level = m.group(1)
+                flavor = "vllm"
+        elif c in "IWEF" and s[1:2].isdigit():
             m = _GLOG_RE.match(s)
             if m:
-                if line.stamp is None:
-                    line.stamp = Stamp(None, int(m.group(2)), int(m.group(3)), m.group(4))
-                line.level = m.group(1)
-                line.flavor = "glog"
+                if stamp is None:
+                    stamp = Stamp(None, int(m.group(2)), int(m.group(3)), m.group(4))
+                level = m.group(1)
+                flavor = "glog"
     elif c.isdigit():
-        m = _PYLOG_RE.match(s)
-        if m:
-            if line.stamp is None:
-                line.stamp = Stamp(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4))
-            line.level = m.group(5)
-            line.flavor = "pylog"
+        if s[4:5] == "-":
+            m = _PYLOG_RE.match(s)
+            if m:
+                if stamp is None:
+                    stamp = Stamp(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4))
+                level = m.group(5)
+                flavor = "pylog"
     elif c == "t" and s.startswith("time="):
         m = _LOGFMT_RE.match(s)
         if m:
-            if line.stamp is None:
-                line.stamp = Stamp(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4))
-            line.level = m.group(5)
-            line.flavor = "logfmt"
+            if stamp is None:
+                stamp = Stamp(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4))
+            level = m.group(5)
+            flavor = "logfmt"
     if m:
         s = s[m.end():]
-        line.prefixed = True
-    elif line.proc is not None and line.rank is None:
-        line.prefixed = bool(s) and not s[0].isspace()
-    line.msg = s
-    return line
+        prefixed = True
+    elif proc is not None and rank is None:
+        prefixed = bool(s) and not s[0].isspace()
+    return Line(lineno, text, s, stamp, rank, proc, ident, level, prefixed, flavor)

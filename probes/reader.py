@@ -29,7 +29,7 @@ from datetime import datetime
 
 from probes.engines import ENGINES, IDENTS, PHASE_INDEX, PHASES, bars_for, hint_for, matcher_for
 from probes.engines.common import EXCEPTION_RE, GO_ERROR_RE
-from probes.logline import Line, Stamp, decode, frames, parse
+from probes.logline import MAX_LINE_CHARS, Line, Stamp, decode, frames, parse
 
 _STARTING, _DOWNLOAD, _READY = PHASE_INDEX["starting"], PHASE_INDEX["download"], PHASE_INDEX["ready"]
 
@@ -42,6 +42,10 @@ _HOST_IDENTS = frozenset({"systemd", "kernel"})
 _PROMPT_RE = re.compile(r"(?:\(\S+\) )?(?:\[?[\w.-]+@[\w.-]+[: ][^$#]*\]?[$#]|\$)(?: |$)")
 # "ollama.service: Failed with result ...": systemd's own wording even where no identifier shows it.
 _UNIT_MSG_RE = re.compile(r"[\w@.:\\-]+\.(?:service|scope|socket|mount|target): ")
+# In an ASCII line, what needs the full cleaning of logline.frames(): C0 controls (ESC, CR, BEL, ...)
+# but TAB, DEL, and the "/s]" / "s/it]" ends of tqdm bars (a bar may be glued to the next line).
+# Non-ASCII lines always take the full path (C1 controls, bidi and zero-width characters).
+_SPECIAL_BYTES = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]|/s\]|s/it\]")
 _FRAME_RE = re.compile(r'\s*>? ?File "[^"]*", line \d+')
 _UNIT = {"": 1, "k": 1000, "M": 1000 ** 2, "G": 1000 ** 3, "T": 1000 ** 4}
 
@@ -266,6 +270,13 @@ class StartupReader:
 
     def feed_bytes(self, raw: bytes, lineno: int | None = None) -> None:
         """Feed one physical line as bytes (invalid UTF-8 is replaced, never fatal)."""
+        if raw.isascii() and _SPECIAL_BYTES.search(raw) is None and len(raw) <= MAX_LINE_CHARS:
+            # The common case: one plain line, no escape codes, \r frames, control bytes or bars.
+            self.lines = lineno = self.lines + 1 if lineno is None else lineno
+            text = raw.decode("utf-8", "replace")
+            if text:
+                self._line(parse(lineno, text), False)
+            return
         self.feed(decode(raw), lineno)
 
     def feed(self, text: str, lineno: int | None = None, *, stamp: Stamp | None = None,
@@ -317,7 +328,7 @@ class StartupReader:
             self._benign = False
         # The line after a traceback's `File "...", line N` is source code, not an error message.
         code = self._after_frame and msg[:1].isspace()
-        self._after_frame = _FRAME_RE.match(msg) is not None
+        self._after_frame = 'File "' in msg[:24] and _FRAME_RE.match(msg) is not None
         if msg.startswith("░░"):
             return  # `journalctl -x` catalog text explaining the line above
         if not self._committed:
@@ -331,7 +342,7 @@ class StartupReader:
                 hits = self._matcher.match(msg)
         is_systemd = systemd or ln.ident in _HOST_IDENTS or msg.startswith("kernel: ") or (
             ".service: " in msg and (_UNIT_MSG_RE.match(msg) is not None or "systemd[" in msg))
-        if not is_systemd and _PROMPT_RE.match(msg):
+        if not is_systemd and ("$" in msg or "#" in msg) and _PROMPT_RE.match(msg):
             return  # a shell prompt pasted with the log: read for the engine's name only
         start = self._start
         if is_systemd:
@@ -343,7 +354,7 @@ class StartupReader:
                     self._fail(self._start, rule.cause, rule.strength, ln, None)
                     break
             return
-        if not msg.strip():
+        if not msg or msg.isspace():
             return
         if start.ended and start.invocation is None:
             start = self._new_start()

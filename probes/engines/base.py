@@ -72,6 +72,12 @@ DEFAULT_HINTS: dict[str, str] = {
 }
 
 _PUNCT_TO_SPACE = str.maketrans({c: " " for c in string.punctuation if c != "_"})
+# The same on bytes, lower-casing ASCII too: bytes.translate is a plain table lookup, several times
+# faster than str.translate with a dict.
+_WORD_BYTES = bytes.maketrans(
+    bytes(range(256)),
+    bytes((b + 32) if 65 <= b <= 90 else (32 if chr(b) in string.punctuation and b != 95 else b)
+          for b in range(256)))
 _ESCAPE_CLASS_RE = re.compile(r"\\[dDwWsSbBAZ]")
 _ESCAPED_PUNCT_RE = re.compile(r"\\(.)")
 _CHARCLASS_RE = re.compile(r"\[(?:\\.|[^\]\\])*\]")
@@ -215,28 +221,80 @@ class Matcher:
 
     def __init__(self, rules: tuple[Rule, ...] | list[Rule]) -> None:
         self.rules = tuple(rules)
-        index: dict[str, list[int]] = {}
+        # key -> ((rule index, regex), ...). A rule "A|B|C" is tried, for a key, only through the
+        # branches holding that key: a branch that starts with a literal is a fast search in `re`,
+        # an alternation is not.
+        index: dict[bytes, list[tuple[int, re.Pattern[str]]]] = {}
         for i, rule in enumerate(self.rules):
+            branches = split_alternation(rule.pattern)
+            branch_words = [_literal_words(b) for b in branches] if len(branches) > 1 else []
+            # Split only when every branch holds one of the keys (else a line could match a branch
+            # that no key leads to) and there are no named groups to keep together.
+            split = (branch_words and "(?P" not in rule.pattern
+                     and all(any(k in w for k in rule.keys) for w in branch_words))
             for key in rule.keys:
-                index.setdefault(key, []).append(i)
+                mine = [b for b, w in zip(branches, branch_words) if key in w]
+                if split and mine:
+                    for branch in mine:
+                        index.setdefault(key.encode(), []).append((i, re.compile(branch, rule.flags)))
+                else:
+                    index.setdefault(key.encode(), []).append((i, rule.rx))
         self._index = {k: tuple(v) for k, v in index.items()}
         self._keys = frozenset(index)
 
     def match(self, msg: str) -> list[tuple[Rule, re.Match[str]]]:
         """All rules matching ``msg``, in table order (an empty list for most lines)."""
-        hits = self._keys.intersection(msg[:400].lower().translate(_PUNCT_TO_SPACE).split())
+        hits = self._keys.intersection(
+            msg[:400].encode("utf-8", "surrogateescape").translate(_WORD_BYTES).split())
         if not hits:
             return []
         index = self._index
         if len(hits) == 1:
-            ids = index[next(iter(hits))]
+            cands = index[next(iter(hits))]
         else:
-            ids = sorted({i for k in hits for i in index[k]})
+            cands = sorted({c for k in hits for c in index[k]}, key=lambda c: c[0])
         out = []
         rules = self.rules
-        for i in ids:
-            rule = rules[i]
-            m = rule.rx.search(msg)
+        last = -1
+        for i, rx in cands:
+            if i == last:
+                continue  # this rule already matched through another branch
+            m = rx.search(msg)
             if m is not None:
-                out.append((rule, m))
+                out.append((rules[i], m))
+                last = i
         return out
+
+
+def split_alternation(pattern: str) -> list[str]:
+    """Split a regex at its top-level ``|`` (not inside groups or character classes)."""
+    parts, depth, start, i, in_class = [], 0, 0, 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if pattern[i + 1:i + 2] == "]":
+                i += 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            parts.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    parts.append(pattern[start:])
+    return parts
+
+
+def _literal_words(pattern: str) -> set[str]:
+    s = _CHARCLASS_RE.sub("\x00", pattern)
+    s = _ESCAPE_CLASS_RE.sub("\x00", s)
+    s = _ESCAPED_PUNCT_RE.sub(" ", s)
+    s = _GROUP_OPEN_RE.sub("\x00", s)
+    return {w.lower() for w in re.findall(r"[A-Za-z0-9_]+", s)}
