@@ -17,9 +17,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from probes.logline import Stamp
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+# The microsecond range a datetime can hold (years 1 to 9999).
+_MIN_US = int((datetime(1, 1, 1, tzinfo=timezone.utc) - _EPOCH).total_seconds()) * 1_000_000
+_MAX_US = int((datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc) - _EPOCH).total_seconds()) * 1_000_000
 
 #: Shown in place of a ``MESSAGE`` that journalctl printed as ``null`` (4096 bytes or more without ``-a``).
 TOO_LONG = "[message of 4096 bytes or more: journalctl -a shows it]"
@@ -30,8 +35,8 @@ class Record:
     """One journal entry, reduced to what upwatch reads.
 
     Attributes:
-        text: ``MESSAGE`` decoded (byte arrays as UTF-8 with replacement; several values joined by
-            newlines; :data:`TOO_LONG` for ``null``).
+        texts: ``MESSAGE`` decoded, one text per occurrence of the field (byte arrays as UTF-8 with
+            replacement; :data:`TOO_LONG` for ``null``).
         cursor: ``__CURSOR``, the bookmark to resume after (opaque).
         realtime_us: ``__REALTIME_TIMESTAMP`` in microseconds since the epoch, or None.
         pid: ``_PID`` or None; ident: ``SYSLOG_IDENTIFIER`` or None.
@@ -41,7 +46,7 @@ class Record:
         systemd: the entry was written by systemd about a unit (PID 1, or the user manager).
     """
 
-    text: str
+    texts: tuple[str, ...]
     cursor: str | None
     realtime_us: int | None
     pid: str | None
@@ -51,11 +56,16 @@ class Record:
     systemd: bool
 
     @property
+    def text(self) -> str:
+        """All of ``MESSAGE`` as one text (occurrences joined by newlines)."""
+        return "\n".join(self.texts)
+
+    @property
     def stamp(self) -> Stamp | None:
-        """The entry's time as a :class:`~probes.logline.Stamp` in UTC."""
-        if self.realtime_us is None:
+        """The entry's time as a :class:`~probes.logline.Stamp` in UTC (None outside years 1-9999)."""
+        if self.realtime_us is None or not _MIN_US <= self.realtime_us < _MAX_US:
             return None
-        dt = datetime.fromtimestamp(self.realtime_us / 1e6, tz=timezone.utc)
+        dt = _EPOCH + timedelta(microseconds=self.realtime_us)
         return Stamp(dt.year, dt.month, dt.day, dt.strftime("%H:%M:%S"), "Z")
 
 
@@ -63,31 +73,61 @@ class RecordError(ValueError):
     """A line that is not a journal JSON record (truncated, not JSON, not an object)."""
 
 
-def field_text(value: object) -> str | None:
-    """Decode one journal JSON field value: str, None, list of byte values, or list of those.
+def field_texts(value: object) -> tuple[str, ...]:
+    """Decode one journal JSON field value into its texts (one per occurrence of the field).
 
-    Returns:
-        The text, or None for ``null``.
+    Shapes (systemd ``logs-show.c``, v240+): a string; ``null`` (a value of 4096 bytes or more
+    without ``-a``: :data:`TOO_LONG`); a list of byte values (0-255); or, for a field that occurs
+    more than once, a list of those.
 
     Raises:
-        RecordError: for a value of none of these shapes.
+        RecordError: for any other shape (numbers, objects, lists nested deeper, bytes over 255).
     """
-    if value is None or isinstance(value, str):
-        return value
+    if isinstance(value, str):
+        return (value,)
+    if value is None:
+        return (TOO_LONG,)
     if isinstance(value, list):
-        if all(isinstance(b, int) and 0 <= b <= 255 for b in value):
-            return bytes(value).decode("utf-8", "replace")
-        parts = [field_text(v) for v in value]
-        return "\n".join(TOO_LONG if p is None else p for p in parts)
+        if all(type(b) is int for b in value):
+            return (_bytes_text(value),)
+        out = []
+        for item in value:
+            if isinstance(item, str):
+                out.append(item)
+            elif item is None:
+                out.append(TOO_LONG)
+            elif isinstance(item, list) and all(type(b) is int for b in item):
+                out.append(_bytes_text(item))
+            else:
+                raise RecordError("a journal field list holds something that is not text")
+        return tuple(out)
     raise RecordError(f"unexpected journal field value of type {type(value).__name__}")
 
 
+def field_text(value: object) -> str | None:
+    """One journal field value as a single text: occurrences joined by newlines, None for ``null``.
+
+    Raises:
+        RecordError: as :func:`field_texts`.
+    """
+    if value is None:
+        return None
+    return "\n".join(field_texts(value))
+
+
+def _bytes_text(values: list[int]) -> str:
+    if not all(0 <= b <= 255 for b in values):
+        raise RecordError("a journal byte array holds a value over 255")
+    return bytes(values).decode("utf-8", "replace")
+
+
 def _first(value: object) -> str | None:
-    if isinstance(value, list):
-        value = value[0] if value else None
-    if value is None or isinstance(value, str):
-        return value
-    return field_text(value)
+    """The first occurrence of a metadata field as text (None when absent or null)."""
+    if isinstance(value, list) and value and not all(type(b) is int for b in value):
+        value = value[0]
+    if value is None:
+        return None
+    return field_texts(value)[0]
 
 
 def parse_record(line: str | bytes) -> Record:
@@ -99,13 +139,17 @@ def parse_record(line: str | bytes) -> Record:
     """
     try:
         obj = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RecordError(f"not a JSON record: {exc.msg if hasattr(exc, 'msg') else exc}") from None
+    except json.JSONDecodeError as exc:
+        raise RecordError(f"not a JSON record: {exc.msg}") from None
+    except UnicodeDecodeError:
+        raise RecordError("not a JSON record: not UTF-8") from None
+    except ValueError as exc:  # an integer of more than 4300 digits
+        raise RecordError(f"not a JSON record: {exc}") from None
+    except RecursionError:
+        raise RecordError("not a JSON record: nested too deeply") from None
     if not isinstance(obj, dict):
         raise RecordError("not a JSON object")
-    text = field_text(obj.get("MESSAGE"))
-    if text is None:
-        text = TOO_LONG
+    texts = field_texts(obj.get("MESSAGE"))
     rt = _first(obj.get("__REALTIME_TIMESTAMP"))
     try:
         realtime_us = int(rt) if rt is not None else None
@@ -122,7 +166,7 @@ def parse_record(line: str | bytes) -> Record:
     else:
         unit = _first(obj.get("_SYSTEMD_UNIT")) or _first(obj.get("_SYSTEMD_USER_UNIT"))
         invocation = _first(obj.get("_SYSTEMD_INVOCATION_ID"))
-    return Record(text, _first(obj.get("__CURSOR")), realtime_us, pid, ident, unit, invocation, systemd)
+    return Record(texts, _first(obj.get("__CURSOR")), realtime_us, pid, ident, unit, invocation, systemd)
 
 
 def is_journal_json(first_line: str | bytes) -> bool:

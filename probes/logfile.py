@@ -14,6 +14,7 @@ than that; invalid UTF-8 is replaced, never fatal. Every way a log can be unread
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
@@ -24,7 +25,7 @@ from probes.journal import RecordError, is_journal_json, parse_record
 from probes.reader import Reading, StartupReader
 
 #: Bytes read per ``readline`` call; a longer line is read in pieces and only its start is kept.
-MAX_READ = 256 * 1024
+MAX_READ = 1024 * 1024
 _JOURNAL_MAGIC = b"LPKSHHRH"
 _SNIFF = 8192
 
@@ -36,12 +37,21 @@ class LogReadError(Exception):
 def iter_lines(stream: BinaryIO) -> Iterator[bytes]:
     """Yield the physical lines of a binary stream without their ``\\n`` (``\\r`` is kept).
 
-    A line longer than :data:`MAX_READ` bytes yields its first :data:`MAX_READ` bytes; the rest is
-    skipped, so memory stays bounded. A last line without ``\\n`` is yielded too.
+    Memory stays bounded whatever the input:
+
+    * a line longer than :data:`MAX_READ` bytes yields its first :data:`MAX_READ` bytes and, when
+      it is a line of ``\\r`` frames (a long tqdm bar), its last frames too (joined by ``\\r``),
+      so the last progress value survives; the middle is skipped;
+    * a run of NUL bytes (the hole ``logrotate copytruncate`` leaves) is skipped, so the text after
+      it starts the line.
+
+    A last line without ``\\n`` is yielded too.
     """
     readline = stream.readline
     while True:
         chunk = readline(MAX_READ)
+        while len(chunk) == MAX_READ and chunk[-1:] != b"\n" and not chunk.strip(b"\x00"):
+            chunk = readline(MAX_READ)  # inside a hole of NULs
         if not chunk:
             return
         if chunk[-1:] == b"\n":
@@ -50,16 +60,34 @@ def iter_lines(stream: BinaryIO) -> Iterator[bytes]:
         if len(chunk) < MAX_READ:
             yield chunk  # the last line, without a newline
             return
-        rest = chunk
-        while rest and rest[-1:] != b"\n":
+        head, tail = chunk, b""
+        while True:
             rest = readline(MAX_READ)
-        yield chunk
+            if not rest:
+                break
+            tail = (tail + rest)[-MAX_READ:]
+            if rest[-1:] == b"\n":
+                tail = tail[:-1]
+                break
+        cr = tail.find(b"\r")
+        yield head + tail[cr:] if cr >= 0 and b"\r" in head else head
+
+
+def _is_binary(sample: bytes) -> bool:
+    """True for data that is not a text log: more than 1 in 20 characters are NULs, control
+    characters a log does not hold, or invalid UTF-8 (an executable, an archive, a database)."""
+    text = sample.decode("utf-8", "replace")
+    odd = sum(1 for ch in text if ch == "\ufffd" or (ch < " " and ch not in "\t\n\r\x1b\x0c\x08\x07"))
+    return odd > max(8, len(text) // 20)
 
 
 def read_stream(stream: BinaryIO, engine: str | None = None, unit: str | None = None,
                 on_line: Callable[[StartupReader], None] | None = None,
                 *, name: str = "input") -> Reading:
     """Read a whole log from a binary stream and return the final reading.
+
+    The form is decided from the first lines: ``journalctl -o json`` when one of the first three
+    non-empty lines is a journal record (a copy may begin inside a record), else plain text.
 
     Args:
         stream: the log, opened in binary mode (a file, ``sys.stdin.buffer``, a pipe).
@@ -69,66 +97,64 @@ def read_stream(stream: BinaryIO, engine: str | None = None, unit: str | None = 
         name: how to name the input in error messages.
 
     Raises:
-        LogReadError: the input is empty... no: an empty input gives a reading; raised for a binary
-            non-log file, or a binary journal with no ``journalctl`` to read it.
+        LogReadError: for a binary file that is not a log (an empty input gives a reading), or a
+            binary journal.
         ValueError: for an unknown engine id.
     """
     reader = StartupReader(engine)
     lines = iter_lines(stream)
-    first = next(lines, None)
-    if first is None:
+    head: list[bytes] = []
+    for raw in lines:
+        head.append(raw)
+        if sum(1 for h in head if h.strip()) >= 3:
+            break
+    if not head:
         return reader.reading()
+    first = head[0]
     if first.startswith(_JOURNAL_MAGIC):
         raise LogReadError(f"{name} is a binary journal file: read it with `journalctl --file=FILE -o json -a "
                            f"| upwatch replay -`")
-    head = first[:_SNIFF]
-    if b"\x00" in head:
-        raise LogReadError(f"{name} is a binary file (NUL bytes in its first line), not a log")
-    if is_journal_json(first):
-        _feed_journal(reader, first, lines, unit, on_line)
+    # `logrotate copytruncate` leaves a hole of NUL bytes where the old content was, and the server
+    # keeps writing after it: the text after the hole is the log.
+    head[0] = first = first.lstrip(b"\x00")
+    if _is_binary(b"\n".join(head)[:_SNIFF]):
+        raise LogReadError(f"{name} is a binary file, not a log")
+    all_lines = itertools.chain(head, lines)
+    if any(is_journal_json(h) for h in head if h.strip()):
+        _feed_journal(reader, all_lines, unit, on_line)
     else:
         feed = reader.feed_bytes
-        feed(first)
         if on_line is not None:
-            on_line(reader)
-            for raw in lines:
+            for raw in all_lines:
                 feed(raw)
                 on_line(reader)
         else:
-            for raw in lines:
+            for raw in all_lines:
                 feed(raw)
     return reader.reading()
 
 
-def _feed_journal(reader: StartupReader, first: bytes, lines: Iterator[bytes], unit: str | None,
+def _feed_journal(reader: StartupReader, lines: Iterator[bytes], unit: str | None,
                   on_line: Callable[[StartupReader], None] | None) -> None:
-    lineno = 0
-    for raw in _chain(first, lines):
-        lineno += 1
-        if not raw.strip():
-            reader.note_bad_line(lineno) if False else None
+    for lineno, raw in enumerate(lines, 1):
+        if not raw.strip() or raw.startswith(b"-- "):
+            # Blank lines and journalctl's own notes ("-- cursor: s=...", "-- No entries --").
             reader.lines = lineno
-            continue
-        try:
-            rec = parse_record(raw)
-        except RecordError:
-            if raw.startswith(b"-- "):
-                reader.lines = lineno  # "-- cursor: s=...", "-- No entries --": journalctl's own notes
-            else:
-                reader.note_bad_line(lineno)
         else:
-            if unit is None or rec.unit == unit:
-                reader.feed(rec.text, lineno, stamp=rec.stamp, ident=rec.ident, systemd=rec.systemd,
-                            invocation=rec.invocation)
+            try:
+                rec = parse_record(raw)
+            except RecordError:
+                reader.note_bad_line(lineno)
             else:
-                reader.lines = lineno
+                if unit is None or rec.unit == unit:
+                    stamp = rec.stamp
+                    for text in rec.texts:
+                        reader.feed(text, lineno, stamp=stamp, ident=rec.ident, systemd=rec.systemd,
+                                    invocation=rec.invocation)
+                else:
+                    reader.lines = lineno
         if on_line is not None:
             on_line(reader)
-
-
-def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
-    yield first
-    yield from rest
 
 
 def read_path(path: str, engine: str | None = None, unit: str | None = None,

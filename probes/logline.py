@@ -26,10 +26,15 @@ from dataclasses import dataclass
 #: anything longer is cut and marked, so a 20 MB line costs no more than this.
 MAX_LINE_CHARS = 64 * 1024
 
-_ANSI_RE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_]|$)")
+# ECMA-48 escape sequences: CSI (colours, cursor moves), OSC (titles, links) and the other string
+# commands when terminated, nF (charset selection: ESC ( B), single-character ones (ESC 7, ESC =),
+# and a lone ESC. An unterminated string command loses only its ESC and opening character.
+_ANSI_RE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]{0,4096}(?:\x07|\x1b\\)|"
+                      r"[PX^_][^\x1b]{0,4096}\x1b\\|[ -/]+[0-~]|[0-~]|$)")
 _CTRL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # A tqdm bar ends with "n/N [elapsed<eta, rate]"; text glued after its "]" is the next line.
-_GLUED_BAR_RE = re.compile(r"(\d+(?:\.\d+)?[kMGT]?i?B?/\d+(?:\.\d+)?[kMGT]?i?B? \[[^\[\]]*\])(?=\S)")
+_GLUED_BAR_RE = re.compile(
+    r"((?<![\d.])\d{1,15}(?:\.\d{1,6})?[kMGT]?i?B?/\d{1,15}(?:\.\d{1,6})?[kMGT]?i?B? \[[^\[\]]{0,200}\])(?=\S)")
 
 _MONTHS = {m: i for i, m in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
@@ -124,16 +129,24 @@ def frames(text: str) -> list[str]:
     Lines longer than :data:`MAX_LINE_CHARS` are cut and end with ``" …[cut N chars]"``.
     """
     if len(text) > MAX_LINE_CHARS:
-        text = f"{text[:MAX_LINE_CHARS]} …[cut {len(text) - MAX_LINE_CHARS} chars]"
+        cut = len(text) - MAX_LINE_CHARS
+        cr = text.find("\r", len(text) - MAX_LINE_CHARS // 2)
+        if "\r" in text[:MAX_LINE_CHARS // 2] and cr >= 0:
+            # tqdm frames: keep the first ones and the last ones (the current progress)
+            text = text[:MAX_LINE_CHARS // 2] + text[cr:]
+        else:
+            text = f"{text[:MAX_LINE_CHARS]} …[cut {cut} chars]"
     if "\x1b" in text:
         text = _ANSI_RE.sub("", text)
+    if "\n" in text:
+        text = text.replace("\n", "\r")  # several journal lines in one MESSAGE: each is a line
     parts = text.split("\r") if "\r" in text else [text]
     out: list[str] = []
     for part in parts:
         if not part:
             continue
         if not part.isprintable():
-            part = _CTRL_RE.sub("", part.replace("\t", "    "))
+            part = _printable(part)
             if not part:
                 continue
         if "/s]" in part or "s/it]" in part:
@@ -151,6 +164,15 @@ def frames(text: str) -> list[str]:
                 continue
         out.append(part)
     return out
+
+
+def _printable(text: str) -> str:
+    """Drop what a terminal would act on or hide: control, format (bidi overrides, zero-width) and
+    line/paragraph separator characters; tabs and other spaces become plain spaces."""
+    text = _CTRL_RE.sub("", text.replace("\t", "    "))
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else (" " if ch.isspace() else "") for ch in text)
 
 
 def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | None = None) -> Line:
@@ -174,7 +196,7 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
     c = s[0]
     # --- wrappers, outermost first (each gated by a cheap look at the first characters) --------
     if c.isdigit():
-        if s[1:2].isdigit() and s[4:5] == "-":
+        if s[1:2].isdigit() and s[4:5] == "-" and s[7:8] == "-":
             m = None  # a date: no grep -n number in front
         else:
             m = _GREP_N_RE.match(s)

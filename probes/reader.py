@@ -34,18 +34,17 @@ from probes.logline import MAX_LINE_CHARS, Line, Stamp, decode, frames, parse
 _STARTING, _DOWNLOAD, _READY = PHASE_INDEX["starting"], PHASE_INDEX["download"], PHASE_INDEX["ready"]
 
 # "12/345 [", "3.2G/9.9G [" : a tqdm counter with its bracketed timing.
-_BAR_RE = re.compile(r"(\d+(?:\.\d+)?)([kMGT]?)(?:i?B)?/(\d+(?:\.\d+)?)([kMGT]?)(?:i?B)? \[")
-_BAR_LABEL_RE = re.compile(r"^\s*(.*?):?\s*(?:\d+%\||\d+(?:\.\d+)?[kMGT]?i?B? \[)")
+_BAR_RE = re.compile(r"(?<![\d.])(\d{1,15}(?:\.\d{1,6})?)([kMGT]?)(?:i?B)?/(\d{1,15}(?:\.\d{1,6})?)([kMGT]?)(?:i?B)? \[")
 #: Identifiers of the host's own lines: they end starts and explain failures, but never begin a start.
 _HOST_IDENTS = frozenset({"systemd", "kernel"})
 # "user@host:~$ vllm serve ...", "(venv) root@gpu:/app# ", "$ journalctl -u x": a shell prompt.
 _PROMPT_RE = re.compile(r"(?:\(\S+\) )?(?:\[?[\w.-]+@[\w.-]+[: ][^$#]*\]?[$#]|\$)(?: |$)")
 # "ollama.service: Failed with result ...": systemd's own wording even where no identifier shows it.
 _UNIT_MSG_RE = re.compile(r"[\w@.:\\-]+\.(?:service|scope|socket|mount|target): ")
-# In an ASCII line, what needs the full cleaning of logline.frames(): C0 controls (ESC, CR, BEL, ...)
-# but TAB, DEL, and the "/s]" / "s/it]" ends of tqdm bars (a bar may be glued to the next line).
+# In an ASCII line, what needs the full cleaning of logline.frames(): C0 controls (ESC, CR, BEL, TAB
+# ...), DEL, and the "/s]" / "s/it]" ends of tqdm bars (a bar may be glued to the next line).
 # Non-ASCII lines always take the full path (C1 controls, bidi and zero-width characters).
-_SPECIAL_BYTES = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]|/s\]|s/it\]")
+_SPECIAL_BYTES = re.compile(rb"[\x00-\x1f\x7f]|/s\]|s/it\]")
 _FRAME_RE = re.compile(r'\s*>? ?File "[^"]*", line \d+')
 _UNIT = {"": 1, "k": 1000, "M": 1000 ** 2, "G": 1000 ** 3, "T": 1000 ** 4}
 
@@ -328,7 +327,7 @@ class StartupReader:
             self._benign = False
         # The line after a traceback's `File "...", line N` is source code, not an error message.
         code = self._after_frame and msg[:1].isspace()
-        self._after_frame = 'File "' in msg[:24] and _FRAME_RE.match(msg) is not None
+        self._after_frame = msg.find('File "', 0, 80) >= 0 and _FRAME_RE.match(msg) is not None
         if msg.startswith("░░"):
             return  # `journalctl -x` catalog text explaining the line above
         if not self._committed:
@@ -441,6 +440,7 @@ class StartupReader:
                 self._streak += 1
         if old.error is not None:
             self._last_failure = old.error
+        self._await_next.clear()  # only the current start's marks are ever shown
         self._start = _Start()
         return self._start
 
@@ -466,17 +466,17 @@ class StartupReader:
 
     def _bar(self, start: _Start, ln: Line) -> None:
         msg = ln.msg
-        m = _BAR_LABEL_RE.match(msg)
+        # The label is what comes before the bar itself ("Loading safetensors checkpoint shards:
+        # 50% Completed ", "config.json: 100%"); short, so only the start of the line is looked at.
+        label = msg[:200].split("|", 1)[0]
         phase = None
-        if m and m.group(1):
-            label = m.group(1)
-            for bar in self._bars:
-                if bar.rx.search(label):
-                    phase = bar.phase
-                    break
+        for bar in self._bars:
+            if bar.rx.search(label):
+                phase = bar.phase
+                break
         if phase is not None:
             self._advance(start, ln.rank, phase, ln)
-        c = _BAR_RE.search(msg)
+        c = _BAR_RE.search(msg, 0, 4096)
         if c is None:
             return
         if phase is None:
@@ -525,6 +525,10 @@ class StartupReader:
                 return  # an exception while serving (one bad request) does not end the start
         if hint is None:
             hint = hint_for(self._engine, cause)
+        if not start.evidence:
+            # A failure seen only from outside (systemd's result, the kernel's OOM kill) is still a start.
+            start.evidence = True
+            start.first = self._mark("starting", ln)
         msg = ln.msg.strip()
         cur = start.error
         if (cur is None or strength > cur.strength

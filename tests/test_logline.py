@@ -93,3 +93,18 @@ def test_text_that_only_looks_like_a_prefix_stays_in_the_message() -> None:
     for raw in ("12:34:56 something", "# GPU blocks: 2358, # CPU blocks: 2048", "slot init: id  0 | task -1 |",
                 "(sglang) user@gpu-node-1:~$ python -m sglang.launch_server"):
         assert parse(1, raw).msg == raw
+
+
+def test_grep_context_lines_lose_their_number_too() -> None:
+    line = parse(1, "1234-[2025-03-08 12:29:11 TP0] Load weight begin.")
+    assert (line.msg, line.rank) == ("Load weight begin.", "TP0")
+
+
+def test_tabs_read_the_same_through_bytes_and_text() -> None:
+    from probes.reader import StartupReader
+
+    a, b = StartupReader(), StartupReader()
+    a.feed_bytes(b"KeyError:\t'BLOCK_SIZE_M'")
+    b.feed("KeyError:\t'BLOCK_SIZE_M'")
+    assert a.reading() == b.reading()
+    assert a.reading().error.text == "KeyError:    'BLOCK_SIZE_M'"

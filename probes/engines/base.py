@@ -259,7 +259,7 @@ class Matcher:
         for i, rx in cands:
             if i == last:
                 continue  # this rule already matched through another branch
-            m = rx.search(msg)
+            m = rx.search(msg, 0, 8192)
             if m is not None:
                 out.append((rules[i], m))
                 last = i

@@ -17,17 +17,17 @@ I = re.IGNORECASE
 
 #: Bar labels (text before ``NN%|``) shared by several engines.
 BARS: tuple[BarLabel, ...] = (
+    BarLabel(r"^\s*fetching \d+ files|^\s*downloading|[\w-]\.(?:json|safetensors|bin|model|txt|py|gguf|"
+             r"tiktoken|pt|pth|msgpack|jinja|md)\s*:", "download"),
     BarLabel(r"checkpoint shards|safetensors|loading weights|load(?:ing)? model weights|"
              r"loading (?:pt|bin|gguf)", "weights"),
     BarLabel(r"captur\w* (?:batches|cuda ?graph|num tokens)|cuda graph", "graph_capture"),
-    BarLabel(r"^fetching \d+ files|^downloading|\.(?:json|safetensors|bin|model|txt|py|gguf|tiktoken|"
-             r"pt|pth|msgpack|jinja|md)\s*$", "download"),
 )
 
 #: Rules that hold for every engine. Failure rules come first, most specific first.
 RULES: tuple[Rule, ...] = (
     # --- failures with a named root cause (strength 4) -----------------------------------------
-    Rule(r"Free memory on device .* is less than desired GPU memory utilization|"
+    Rule(r"Free memory on device .{0,200}? is less than desired GPU memory utilization|"
          r"memory capacity is unbalanced|Not enough free GPU memory",
          keys=("free", "unbalanced"), cause="insufficient_free_memory",
          example="ValueError: Free memory on device cuda:0 (0.34/23.56 GiB) on startup is less than "
@@ -45,14 +45,14 @@ RULES: tuple[Rule, ...] = (
     Rule(r"Watchdog caught collective operation timeout|NCCL error|ncclUnhandledCudaError|"
          r"ncclSystemError|ncclInternalError|ncclInvalidUsage|ncclRemoteError|DistBackendError|"
          r"NCCL communicator was aborted|NCCL timeout|"
-         r"NCCL WARN .*(?:exceeded|refused|[Ff]ailed|failure|[Ee]rror)",
+         r"NCCL WARN .{0,300}?(?:exceeded|refused|[Ff]ailed|failure|[Ee]rror)",
          keys=("watchdog", "nccl", "ncclunhandledcudaerror", "ncclsystemerror", "ncclinternalerror",
                "ncclinvalidusage", "ncclremoteerror", "distbackenderror"),
          cause="nccl",
          example="[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation "
                  "timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE)"),
     Rule(r"(?:\[Errno 98\]|address already in use|EADDRINUSE|couldn't bind HTTP server socket)"
-         r"(?:.*?\('[^']*', (?P<port>\d+)\)|.*?:(?P<port2>\d+))?",
+         r"(?:.{0,200}?\('[^']{0,100}', (?P<port>\d{1,5})\)|.{0,200}?:(?P<port2>\d{1,5}))?",
          keys=("errno", "eaddrinuse", "bind", "already"), cause="port_in_use", flags=I,
          example="ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): "
                  "address already in use"),
@@ -64,7 +64,7 @@ RULES: tuple[Rule, ...] = (
          example="ImportError: libcudart.so.12: cannot open shared object file: No such file or directory"),
     Rule(r"HTTPSConnectionPool\(host='huggingface\.co'|couldn't connect to 'https://huggingface\.co|"
          r"LocalEntryNotFoundError|OfflineModeIsEnabled|cannot find the requested files in the "
-         r"(?:disk|local) cache|HfHubHTTPError|hf_hub_download.*(?:Error|timed out)",
+         r"(?:disk|local) cache|HfHubHTTPError|hf_hub_download.{0,300}?(?:Error|timed out)",
          keys=("httpsconnectionpool", "couldn", "localentrynotfounderror", "offlinemodeisenabled",
                "cannot", "hfhubhttperror", "hf_hub_download"),
          cause="hub_download", phase="download",
@@ -74,7 +74,7 @@ RULES: tuple[Rule, ...] = (
          r"is not a local folder and is not a valid model identifier|HFValidationError|"
          r"does not appear to have a file named|Invalid repository ID or local directory|"
          r"No such file or directory: '[^']*(?:config\.json|\.gguf|\.safetensors)'|"
-         r"failed to open GGUF file|gguf_init_from_file.*failed|pull model manifest: file does not exist",
+         r"failed to open GGUF file|gguf_init_from_file.{0,300}?failed|pull model manifest: file does not exist",
          keys=("repository", "repositorynotfounderror", "gatedrepoerror", "cannot", "local",
                "hfvalidationerror", "appear", "invalid", "such", "gguf", "gguf_init_from_file",
                "manifest"),
@@ -87,8 +87,8 @@ RULES: tuple[Rule, ...] = (
          r"Error loading tokenizer|TokenizerError",
          keys=("tokenizer", "variant", "sentencepiece", "tokenizererror"), cause="tokenizer",
          example="ValueError: Tokenizer class Qwen2Tokenizer does not exist or is not currently imported."),
-    Rule(r"Model architectures? \[.*?\] (?:is|are) not supported|is not supported for now|"
-         r"Model architectures? \[.*?\] failed to be inspected|"
+    Rule(r"Model architectures? \[[^\]]{0,500}\] (?:is|are) not supported|is not supported for now|"
+         r"Model architectures? \[[^\]]{0,500}\] failed to be inspected|"
          r"[Uu]nsupported (?:model )?architecture|unknown model architecture|"
          r"does not recognize this architecture|but Transformers does not recognize",
          keys=("architectures", "architecture", "supported", "unsupported", "recognize"),
@@ -127,7 +127,7 @@ RULES: tuple[Rule, ...] = (
          example="Unit ollama.service entered failed state."),
     Rule(r"holdoff time over, scheduling restart", lifecycle="restart",
          example="ollama.service holdoff time over, scheduling restart."),
-    Rule(r"Scheduled restart job, restart counter is at (?P<n>\d+)", lifecycle="restart",
+    Rule(r"Scheduled restart job, restart counter is at (?P<n>\d{1,9})", lifecycle="restart",
          example="vllm.service: Scheduled restart job, restart counter is at 3."),
     Rule(r"Start request repeated too quickly", lifecycle="gave_up",
          example="vllm.service: Start request repeated too quickly."),
@@ -147,4 +147,4 @@ GO_ERROR_RE = re.compile(r"^Error: \S")
 #: Exception lines as Python prints them (``KeyError: 'BLOCK_SIZE_M'``, ``torch.cuda.XError: ...``):
 #: a failure with cause ``unknown`` when no rule names the cause.
 EXCEPTION_RE = re.compile(
-    r"^\s*(?:[A-Za-z_][\w]*\.)*([A-Z]\w*(?:Error|Exception|Exit|Interrupt)|Exception)(?::\s|:?$)")
+    r"^\s*(?:[A-Za-z_]\w{0,80}\.){0,12}([A-Z]\w{0,80}?(?:Error|Exception|Exit|Interrupt)|Exception)(?::\s|:?$)")

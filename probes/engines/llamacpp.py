@@ -19,7 +19,7 @@ ENGINE = Engine(
                     "smaller quantization, or split across GPUs (--tensor-split).",
     },
     rules=(
-        Rule(r"ggml_backend_cuda_buffer_type_alloc_buffer: allocating .* failed|"
+        Rule(r"ggml_backend_cuda_buffer_type_alloc_buffer: allocating .{0,200}? failed|"
              r"failed to allocate \w+ buffer", keys=("ggml_backend_cuda_buffer_type_alloc_buffer", "allocate"),
              cause="cuda_oom", example="alloc_tensor_range: failed to allocate CUDA0 buffer of size 151851674624"),
         Rule(r"error loading model architecture|unknown model architecture", keys=("architecture",),
@@ -50,7 +50,7 @@ ENGINE = Engine(
              phase="init", example="llama_context: constructing llama_context"),
         Rule(r"warming up the model", keys=("warming",), phase="warmup",
              example="common_init_from_params: warming up the model with an empty run - please wait ..."),
-        Rule(r"^main: model loaded|server is listening on .* - starting the main loop",
+        Rule(r"^main: model loaded|server is listening on .{0,200}? - starting the main loop",
              keys=("main", "listening"), ready=True, example="main: model loaded"),
     ),
 )
