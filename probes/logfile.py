@@ -74,8 +74,8 @@ def iter_lines(stream: BinaryIO) -> Iterator[bytes]:
 
 
 def _is_binary(sample: bytes) -> bool:
-    """True for data that is not a text log: more than 1 in 20 characters are NULs, control
-    characters a log does not hold, or invalid UTF-8 (an executable, an archive, a database)."""
+    """True for data that is not a text log: more than 1 in 20 characters are control characters a
+    log does not hold (NUL included) or invalid UTF-8 (an executable, an archive, a database)."""
     text = sample.decode("utf-8", "replace")
     odd = sum(1 for ch in text if ch == "\ufffd" or (ch < " " and ch not in "\t\n\r\x1b\x0c\x08\x07"))
     return odd > max(8, len(text) // 20)
@@ -104,9 +104,11 @@ def read_stream(stream: BinaryIO, engine: str | None = None, unit: str | None = 
     reader = StartupReader(engine)
     lines = iter_lines(stream)
     head: list[bytes] = []
-    for raw in lines:
+    size = 0
+    for raw in lines:  # the first lines, up to 8 KiB and at least 3 that are not blank
         head.append(raw)
-        if sum(1 for h in head if h.strip()) >= 3:
+        size += len(raw) + 1
+        if size >= _SNIFF and sum(1 for h in head if h.strip()) >= 3:
             break
     if not head:
         return reader.reading()
