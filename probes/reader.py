@@ -29,7 +29,7 @@ from datetime import datetime
 
 from probes.engines import ENGINES, IDENTS, PHASE_INDEX, PHASES, bars_for, hint_for, matcher_for
 from probes.engines.common import EXCEPTION_RE, GO_ERROR_RE
-from probes.logline import MAX_LINE_CHARS, Line, Stamp, decode, frames, parse
+from probes.logline import MAX_LINE_CHARS, Line, Stamp, frames, parse
 
 _STARTING, _DOWNLOAD, _READY = PHASE_INDEX["starting"], PHASE_INDEX["download"], PHASE_INDEX["ready"]
 
@@ -41,10 +41,6 @@ _HOST_IDENTS = frozenset({"systemd", "kernel"})
 _PROMPT_RE = re.compile(r"(?:\(\S+\) )?(?:\[?[\w.-]+@[\w.-]+[: ][^$#]*\]?[$#]|\$)(?: |$)")
 # "ollama.service: Failed with result ...": systemd's own wording even where no identifier shows it.
 _UNIT_MSG_RE = re.compile(r"[\w@.:\\-]+\.(?:service|scope|socket|mount|target): ")
-# In an ASCII line, what needs the full cleaning of logline.frames(): C0 controls (ESC, CR, BEL, TAB
-# ...), DEL, and the "/s]" / "s/it]" ends of tqdm bars (a bar may be glued to the next line).
-# Non-ASCII lines always take the full path (C1 controls, bidi and zero-width characters).
-_SPECIAL_BYTES = re.compile(rb"[\x00-\x1f\x7f]|/s\]|s/it\]")
 _FRAME_RE = re.compile(r'\s*>? ?File "[^"]*", line \d+')
 _UNIT = {"": 1, "k": 1000, "M": 1000 ** 2, "G": 1000 ** 3, "T": 1000 ** 4}
 
@@ -269,14 +265,14 @@ class StartupReader:
 
     def feed_bytes(self, raw: bytes, lineno: int | None = None) -> None:
         """Feed one physical line as bytes (invalid UTF-8 is replaced, never fatal)."""
-        if raw.isascii() and _SPECIAL_BYTES.search(raw) is None and len(raw) <= MAX_LINE_CHARS:
-            # The common case: one plain line, no escape codes, \r frames, control bytes or bars.
+        text = raw.decode("utf-8", "replace")
+        if text.isprintable() and "/s]" not in text and "s/it]" not in text and len(text) <= MAX_LINE_CHARS:
+            # The common case: one plain line, no escape codes, \r frames, control characters or bars.
             self.lines = lineno = self.lines + 1 if lineno is None else lineno
-            text = raw.decode("utf-8", "replace")
             if text:
                 self._line(parse(lineno, text), False)
             return
-        self.feed(decode(raw), lineno)
+        self.feed(text, lineno)
 
     def feed(self, text: str, lineno: int | None = None, *, stamp: Stamp | None = None,
              ident: str | None = None, systemd: bool = False, invocation: str | None = None) -> None:

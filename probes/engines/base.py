@@ -207,6 +207,9 @@ class Engine:
     idents: tuple[str, ...] = ()
 
 
+_NO_HITS: list = []
+
+
 class Matcher:
     """Runs a table of rules against lines, fast: only rules whose key words occur are tried.
 
@@ -244,10 +247,11 @@ class Matcher:
 
     def match(self, msg: str) -> list[tuple[Rule, re.Match[str]]]:
         """All rules matching ``msg``, in table order (an empty list for most lines)."""
-        hits = self._keys.intersection(
-            msg[:400].encode("utf-8", "surrogateescape").translate(_WORD_BYTES).split())
-        if not hits:
-            return []
+        words = msg[:400].encode("utf-8", "surrogateescape").translate(_WORD_BYTES).split()
+        keys = self._keys
+        if keys.isdisjoint(words):
+            return _NO_HITS
+        hits = keys.intersection(words)
         index = self._index
         if len(hits) == 1:
             cands = index[next(iter(hits))]
