@@ -319,7 +319,7 @@ class StartupReader:
                         mk.next = self._year_prev
                     self._await_next.clear()
             self._last_stamp = (ln.lineno, st, self._year_prev)
-        if ln.prefixed or msg.startswith("Traceback (most recent call last)"):
+        if self._benign and (ln.prefixed or msg.startswith("Traceback (most recent call last)")):
             self._benign = False
         # The line after a traceback's `File "...", line N` is source code, not an error message.
         code = self._after_frame and msg[:1].isspace()
@@ -335,7 +335,9 @@ class StartupReader:
                     self._detect(rule.detect, not rule.weak)
             if self._committed:
                 hits = self._matcher.match(msg)
-        is_systemd = systemd or ln.ident in _HOST_IDENTS or msg.startswith("kernel: ") or (
+        ident = ln.ident
+        is_systemd = systemd or (ident is not None and ident in _HOST_IDENTS) or (
+            msg[:1] == "k" and msg.startswith("kernel: ")) or (
             ".service: " in msg and (_UNIT_MSG_RE.match(msg) is not None or "systemd[" in msg))
         if not is_systemd and ("$" in msg or "#" in msg) and _PROMPT_RE.match(msg):
             return  # a shell prompt pasted with the log: read for the engine's name only
