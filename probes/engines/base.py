@@ -96,12 +96,7 @@ def derive_keys(pattern: str) -> tuple[str, ...]:
     Raises:
         ValueError: when the pattern has no plain word of 3+ letters (give ``keys=`` explicitly).
     """
-    s = _CHARCLASS_RE.sub("\x00", pattern)
-    s = _ESCAPE_CLASS_RE.sub("\x00", s)
-    s = _ESCAPED_PUNCT_RE.sub(" ", s)
-    s = _GROUP_OPEN_RE.sub("\x00", s)
-    s = s.replace(")", "\x00)")
-    found = _WORD_RE.findall(s)
+    found = _WORD_RE.findall(_literal_text(pattern).replace(")", "\x00)"))
     if not found:
         raise ValueError(f"no key word in pattern {pattern!r}: give keys=")
     return (max(found, key=len).lower(),)
@@ -296,9 +291,14 @@ def split_alternation(pattern: str) -> list[str]:
     return parts
 
 
-def _literal_words(pattern: str) -> set[str]:
+def _literal_text(pattern: str) -> str:
+    """A pattern with its regex syntax blanked: classes and group openers become NUL, escaped
+    punctuation a space; what is left of letters and digits are its literal words."""
     s = _CHARCLASS_RE.sub("\x00", pattern)
     s = _ESCAPE_CLASS_RE.sub("\x00", s)
     s = _ESCAPED_PUNCT_RE.sub(" ", s)
-    s = _GROUP_OPEN_RE.sub("\x00", s)
-    return {w.lower() for w in re.findall(r"[A-Za-z0-9_]+", s)}
+    return _GROUP_OPEN_RE.sub("\x00", s)
+
+
+def _literal_words(pattern: str) -> set[str]:
+    return {w.lower() for w in re.findall(r"[A-Za-z0-9_]+", _literal_text(pattern))}
