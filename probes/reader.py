@@ -206,6 +206,7 @@ class _Start:
     failed: bool = False
     fail_phase: int = -1
     error: _Failure | None = None
+    pending: _Failure | None = None     # an exception while serving, not (yet) fatal
     bars: dict[str | None, tuple[str, float, float]] = field(default_factory=dict)
     last_bar_phase: str | None = None
     output: bool = False                # the server itself wrote a line in this start
@@ -355,11 +356,13 @@ class StartupReader:
             return
         if start.ended and start.invocation is None:
             start = self._new_start()
-        banner = False
+        banner = ends = False
         phase_rule = ready_rule = fail_rule = fail_m = progress_m = None
         for rule, m in hits:
             if rule.progress:
                 progress_m = m
+            if rule.ends:
+                ends = True
             if rule.banner:
                 banner = True
             if rule.benign:
@@ -387,6 +390,8 @@ class StartupReader:
             self._count(start, ln, phase_rule.phase if phase_rule else None, progress_m)
         if ready_rule is not None:
             self._ready(start, ready_rule, ln)
+        if ends and start.ready and not start.failed:
+            start.stopped = True  # the server shut down after serving (its own words, not systemd's)
         if self._benign or code:
             return
         if fail_rule is not None:
@@ -513,14 +518,6 @@ class StartupReader:
         start.provisional = rule.provisional and not rule.confirm
 
     def _fail(self, start: _Start, cause: str, strength: int, ln: Line, hint: str | None) -> None:
-        if start.ready:
-            if start.provisional and strength >= 2 and cause != "unknown":
-                # vLLM printed "Application startup complete." and then could not bind: never ready.
-                start.ready = start.provisional = False
-                start.main = start.pre_ready
-                start.marks.pop("ready", None)
-            elif cause == "unknown":
-                return  # an exception while serving (one bad request) does not end the start
         if hint is None:
             hint = hint_for(self._engine, cause)
         if not start.evidence:
@@ -528,6 +525,20 @@ class StartupReader:
             start.evidence = True
             start.first = self._mark("starting", ln)
         msg = ln.msg.strip()
+        if start.ready and not start.failed:
+            if start.provisional and cause == "port_in_use":
+                # vLLM printed "Application startup complete." and then could not bind: never ready.
+                start.ready = start.provisional = False
+                start.main = start.pre_ready
+                start.marks.pop("ready", None)
+            elif cause == "unknown":
+                # An exception while serving (one bad request) does not end the start; keep it in
+                # case the engine dies of it next, when it is the root cause.
+                if start.pending is None or strength > start.pending.strength:
+                    start.pending = _Failure(ln.lineno, ln.text, msg, cause, strength, hint)
+                return
+            elif start.pending is not None and start.error is None:
+                start.error = start.pending
         cur = start.error
         if (cur is None or strength > cur.strength
                 or (strength == cur.strength and cause == cur.cause and len(msg) > len(cur.msg)

@@ -163,3 +163,74 @@ def test_engine_given_is_used_and_unknown_engine_is_refused() -> None:
     assert _read(["hello"]).engine == "unknown"
     with pytest.raises(ValueError):
         StartupReader("nosuch")
+
+
+def test_nccl_noticing_a_dead_peer_is_a_consequence_of_that_peers_exception() -> None:
+    r = _read(["[2025-03-08 12:29:21 TP0] Capture cuda graph begin. This can take up to several minutes.",
+               "[2025-03-08 12:29:25 TP1] Scheduler hit an exception: Traceback (most recent call last):",
+               "KeyError: 'BLOCK_SIZE_M'",
+               "[2025-03-08 12:29:26 TP0] torch.distributed.DistBackendError: NCCL error in: "
+               "ProcessGroupNCCL.cpp:1970, remote process exited or there was a network error"])
+    assert (r.cause, r.error.line) == ("unknown", 3)
+
+
+VLLM_READY = ["INFO 05-04 14:43:16 api_server.py:151] vLLM API server version 0.4.1",
+              "INFO 05-04 14:43:20 model_runner.py:173] Loading model weights took 14.9595 GB",
+              "INFO:     Started server process [23347]",
+              "INFO:     Application startup complete."]
+
+
+def test_a_crash_long_after_ready_is_a_crash_while_serving() -> None:
+    r = _read(VLLM_READY + ["ERROR 05-04 16:11:23 engine.py:1] torch.OutOfMemoryError: CUDA out of memory. "
+                            "Tried to allocate 2.00 GiB."])
+    assert (r.state, r.phase, r.cause) == ("failed", "ready", "cuda_oom")
+    assert r.phases_seen[-1] == "ready"
+
+
+def test_an_exception_while_serving_is_the_root_cause_when_the_engine_dies_of_it() -> None:
+    r = _read(VLLM_READY + ["RuntimeError: CUDA error: an illegal memory access was encountered"])
+    assert r.state == "ready"        # one failed request does not end a server
+    r = _read(VLLM_READY + ["RuntimeError: CUDA error: an illegal memory access was encountered",
+                            "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. "
+                            "See stack trace (above) for the root cause."])
+    assert (r.state, r.cause, r.error.line) == ("failed", "unknown", 5)
+
+
+def test_a_server_that_shut_down_after_serving_is_stopped() -> None:
+    r = _read(VLLM_READY + ["INFO:     Shutting down", "INFO:     Waiting for application shutdown.",
+                            "INFO:     Application shutdown complete.", "INFO:     Finished server process [23347]"])
+    assert (r.state, r.cause) == ("stopped", None)
+
+
+@pytest.mark.parametrize("line, cause", [
+    ("Killed", "signal"),
+    ("/opt/run.sh: line 3:  4242 Killed                  vllm serve m", "signal"),
+    ("Bus error (core dumped)", "core_dump"),
+    ("Aborted (core dumped)", "core_dump"),
+    ("Illegal instruction (core dumped)", "core_dump"),
+    ("terminate called after throwing an instance of 'c10::Error'", "core_dump"),
+    ("Fatal Python error: Aborted", "core_dump"),
+    ("KeyboardInterrupt", "signal"),
+])
+def test_a_process_that_dies_in_native_code_or_by_signal_is_failed(line, cause) -> None:
+    r = _read(VLLM_READY[:2] + [line])
+    assert (r.state, r.cause, r.error.line) == ("failed", cause, 3)
+
+
+def test_hints_follow_the_log() -> None:
+    r = _read(["[2025-05-02 16:14:33] Load weight begin. avail mem=3.23 GB",
+               "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."])
+    assert "raise --mem-fraction-static" in r.hint
+    r = _read(["2024-08-11T09:36:31.932556Z ERROR shard-manager: text_generation_launcher: Shard process was "
+               "signaled to shutdown with signal 4 rank=0"])
+    assert "SIGILL" in r.hint and "OOM" not in r.hint
+
+
+def test_kv_cache_profiling_failures_are_init_not_weights() -> None:
+    r = _read(["INFO 11-05 03:21:41 model_runner.py:1025] Loading model weights took 10.0714 GB",
+               "ERROR 11-05 03:21:52 multiproc_worker_utils.py:233] Exception in worker VllmWorkerProcess while "
+               "processing method determine_num_available_blocks: CUDA out of memory. Tried to allocate 1.95 GiB."])
+    assert (r.phase, r.cause) == ("init", "cuda_oom")
+    r = _read(["ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV "
+               "cache is needed, which is larger than the available KV cache memory (9.62 GiB)."], engine="vllm")
+    assert r.cause == "cuda_oom"

@@ -28,12 +28,14 @@ __all__ = ["ENGINES", "IDENTS", "PHASES", "PHASE_INDEX", "CAUSES", "CAUSE_STRENG
 def _detect_only(rule: Rule) -> bool:
     """A rule whose only effect is naming the engine: useless once the engine is known."""
     return bool(rule.detect) and not (rule.phase or rule.ready or rule.cause or rule.banner or rule.benign
-                                      or rule.lifecycle or rule.progress)
+                                      or rule.lifecycle or rule.progress or rule.ends)
 
 
 def _ordered(rules: list[Rule]) -> list[Rule]:
-    # Failure rules by decisiveness first (stable, so table order breaks ties), then the rest.
-    return sorted(rules, key=lambda r: -r.strength)
+    """Failure rules first, in table order (shared rules, then the engine's): for a line several
+    failure rules match, the first one names its cause. The shared table lists a consequence
+    ("NCCL ... remote process exited") before the general rule it would otherwise fall under."""
+    return sorted(rules, key=lambda r: r.cause is None)
 
 
 @cache

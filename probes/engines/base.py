@@ -68,7 +68,7 @@ DEFAULT_HINTS: dict[str, str] = {
                    "`systemctl reset-failed UNIT` and start it again.",
     "engine_died": "The engine process died without a Python error (a native crash or a kill): check "
                    "`dmesg` and the journal for OOM kills, segfaults or Xid errors.",
-    "unknown": "Read the decisive line and the traceback above it.",
+    "unknown": "Read the decisive line (and the traceback above it, if there is one).",
 }
 
 _PUNCT_TO_SPACE = str.maketrans({c: " " for c in string.punctuation if c != "_"})
@@ -122,6 +122,8 @@ class Rule:
         detect: the engine whose log this line proves (``weak``: only if nothing stronger comes).
         benign: the message this line begins is a warning: failure patterns in it and in its
             continuation lines are ignored (an ignored optional import, a deprecation).
+        ends: the server says it has shut down (Uvicorn's ``Application shutdown complete.``): a
+            start that was ready and did not fail reads as stopped.
         progress: the pattern's ``done`` and ``total`` groups are progress in ``phase`` (for
             counters that are not tqdm bars, e.g. TGI's ``Download: [1/4]``).
         lifecycle: a systemd event (``started``, ``exited``, ``result``, ``restart``, ``stopping``,
@@ -145,6 +147,7 @@ class Rule:
     weak: bool = False
     benign: bool = False
     progress: bool = False
+    ends: bool = False
     lifecycle: str | None = None
     flags: int = 0
     example: str = ""

@@ -42,6 +42,12 @@ RULES: tuple[Rule, ...] = (
     Rule(r"Out of memory: Killed process|killed by the OOM killer|oom-kill|Memory cgroup out of memory",
          keys=("killed", "oom", "cgroup"), cause="host_oom_killed",
          example="Out of memory: Killed process 12345 (python3) total-vm:812345kB"),
+    # Other ranks noticing that a peer died: a consequence, weaker than the peer's own exception.
+    Rule(r"NCCL error:? .{0,80}?remote process exited|[Cc]onnection closed by (?:remote )?peer",
+         keys=("nccl", "connection"), cause="nccl", strength=2,
+         hint="NCCL lost a peer rank: another rank died first; its own error is the cause.",
+         example="torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote "
+                 "process exited or there was a network error, NCCL version 2.21.5"),
     Rule(r"Watchdog caught collective operation timeout|NCCL error|ncclUnhandledCudaError|"
          r"ncclSystemError|ncclInternalError|ncclInvalidUsage|ncclRemoteError|DistBackendError|"
          r"NCCL communicator was aborted|NCCL timeout|"
@@ -97,6 +103,28 @@ RULES: tuple[Rule, ...] = (
     Rule(r"Fatal Python error: Segmentation fault|Segmentation fault \(core dumped\)|SIGSEGV",
          keys=("segmentation", "sigsegv"), cause="core_dump", strength=3,
          example="Fatal Python error: Segmentation fault"),
+    Rule(r"^(?:\S+: line \d+: +\d+ )?Bus error(?: \(core dumped\))?|Fatal Python error: Bus error",
+         keys=("bus",), cause="core_dump", strength=3,
+         hint="Bus error: in a container this is almost always a too small /dev/shm (NCCL and PyTorch "
+              "use it); run with --ipc=host or --shm-size=16g.",
+         example="Bus error (core dumped)"),
+    Rule(r"Illegal instruction(?: \(core dumped\))?", keys=("illegal",), cause="core_dump", strength=3,
+         hint="Illegal instruction: the CPU lacks an instruction this build uses (AVX-512, AVX2); use a "
+              "build or image made for this CPU.",
+         example="Illegal instruction (core dumped)"),
+    Rule(r"^(?:\S+: line \d+: +\d+ )?Aborted(?: \(core dumped\))?\s|^Aborted(?: \(core dumped\))?$|"
+         r"Fatal Python error: Aborted|terminate called after throwing an instance of",
+         keys=("aborted", "terminate"), cause="core_dump", strength=3,
+         hint="The process aborted in native code (a C++ exception or assertion): the lines just before "
+              "name the library; check CUDA, driver and engine versions.",
+         example="terminate called after throwing an instance of 'c10::Error'"),
+    Rule(r"^(?:\S+: line \d+: +\d+ )?Killed(?:\s|$)", keys=("killed",), cause="signal", strength=3,
+         hint="The process was killed with SIGKILL, most often by the kernel's OOM killer (host RAM): "
+              "check `dmesg` or `journalctl -k` for 'Out of memory'.",
+         example="Killed"),
+    Rule(r"^KeyboardInterrupt\b", keys=("keyboardinterrupt",), cause="signal", strength=3,
+         hint="The server was interrupted (SIGINT, Ctrl-C): it was stopped, it did not crash.",
+         example="KeyboardInterrupt"),
     # --- warnings that look like errors ------------------------------------------------------------
     Rule(r"^Ignore import error|can be ignored|UserWarning|FutureWarning|DeprecationWarning|"
          r"^\s*warnings\.warn\(|is deprecated|Warning: ",
@@ -113,6 +141,8 @@ RULES: tuple[Rule, ...] = (
          example='  File "/usr/local/lib/python3.12/dist-packages/vllm/engine/arg_utils.py", line 1004'),
     Rule(r"\((?:APIServer|EngineCore|VllmWorker|Worker_TP)\w* pid=\d+\)", keys=("pid",), detect="vllm",
          example="(EngineCore pid=3043) ERROR 05-08 11:50:14 [core.py:1136] Traceback"),
+    Rule(r"Application shutdown complete|Finished server process \[\d+\]", keys=("shutdown", "finished"),
+         ends=True, example="INFO:     Application shutdown complete."),
     Rule(r"^\[Gloo\] Rank \d+ is connected", phase="starting",
          example="[Gloo] Rank 0 is connected to 0 peer ranks. Expected number of connected peer ranks is : 0"),
     # --- systemd (PID 1 or the user manager) about the unit: only lines systemd wrote ------------

@@ -26,6 +26,8 @@ ENGINE = Engine(
     rules=(
         Rule(r"Not enough memory\. Please try to increase --mem-fraction-static|"
              r"Not enough memory for the KV cache", keys=("enough",), cause="cuda_oom",
+             hint="Too little GPU memory is left for the KV cache: raise --mem-fraction-static (SGLang's "
+                  "share of GPU memory), shorten --context-length, or raise --tp.",
              example="RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."),
         Rule(r"Scheduler hit an exception|TpModelWorkerClient hit an exception|"
              r"DataParallelController hit an exception|DetokenizerManager hit an exception",

@@ -23,11 +23,16 @@ ENGINE = Engine(
         Rule(r"Error: ShardCannotStart|Shard \d+ failed to start|Error: ShuttingDown",
              keys=("shardcannotstart", "shard", "shuttingdown"), cause="engine_died",
              example="Error: ShardCannotStart"),
+        Rule(r"(?:Shard|Download) process was signaled to shutdown with signal 9\b", keys=("signaled",),
+             cause="signal", strength=3,
+             hint="The process got SIGKILL: usually the kernel's OOM killer or the container's memory "
+                  "limit; check dmesg and the limit.",
+             example="Shard process was signaled to shutdown with signal 9"),
         Rule(r"(?:Shard|Download) process was signaled to shutdown with signal (?P<sig>\d+)",
              keys=("signaled",), cause="signal", strength=3,
-             hint="The process got signal {sig} (9 is SIGKILL: usually the kernel OOM killer or the "
-                  "container's memory limit; check dmesg and the memory limit).",
-             example="Shard process was signaled to shutdown with signal 9"),
+             hint="The process got signal {sig} (4 SIGILL: the CPU lacks an instruction the build needs; "
+                  "6 SIGABRT: a native abort; 11 SIGSEGV: a native crash).",
+             example="Shard process was signaled to shutdown with signal 4"),
         Rule(r"Error: DownloadError|Download encountered an error", keys=("downloaderror", "download"),
              cause="engine_died", example="Error: DownloadError"),
         Rule(r"Error when initializing model|Error: WebserverFailed", keys=("initializing", "webserverfailed"),

@@ -27,8 +27,9 @@ ENGINE = Engine(
     },
     rules=(
         Rule(r"No available memory for the cache blocks|"
-             r"is larger than the maximum number of tokens that can be stored in KV cache",
-             keys=("available", "larger"), cause="cuda_oom",
+             r"is larger than the maximum number of tokens that can be stored in KV cache|"
+             r"To serve at least one request with the models?'s max seq len",
+             keys=("available", "larger", "serve"), cause="cuda_oom",
              hint="The KV cache does not fit: lower --max-model-len or raise --gpu-memory-utilization.",
              example="ValueError: No available memory for the cache blocks. Try increasing "
                      "`gpu_memory_utilization` when initializing the engine."),
@@ -59,11 +60,13 @@ ENGINE = Engine(
              r"Model loading took|Time spent downloading weights",
              keys=("starting", "loading", "spent"), phase="weights", detect="vllm",
              example="Starting to load model openai/whisper-large-v3..."),
-        Rule(r"Starting profile run|[Mm]emory profiling|# (?:GPU|CUDA) blocks:|Available KV cache memory|"
+        Rule(r"Starting profile run|[Mm]emory profiling|determine_num_available_blocks|profile_run|"
+             r"initialize_kv_cache|# (?:GPU|CUDA) blocks:|Available KV cache memory|"
              r"GPU KV cache size|for vLLM's torch\.compile|Dynamo bytecode transform time|"
              r"torch\.compile takes|Encoder cache will be initialized|Maximum concurrency for",
              keys=("profile", "profiling", "blocks", "available", "cache", "compile", "dynamo",
-                   "encoder", "maximum"),
+                   "encoder", "maximum", "determine_num_available_blocks", "profile_run",
+                   "initialize_kv_cache"),
              phase="init", example="Available KV cache memory: 10.14 GiB"),
         Rule(r"Capturing (?:the model for )?CUDA graph|Capturing cudagraph|Graph capturing finished|"
              r"CUDA graphs can take additional",
