@@ -164,7 +164,8 @@ def parse_record(line: str | bytes) -> Record:
         unit = _first(obj.get("UNIT")) or _first(obj.get("USER_UNIT"))
         invocation = _first(obj.get("INVOCATION_ID")) or _first(obj.get("USER_INVOCATION_ID"))
     else:
-        unit = _first(obj.get("_SYSTEMD_UNIT")) or _first(obj.get("_SYSTEMD_USER_UNIT"))
+        # A user unit's processes also sit in user@UID.service: the user unit is the one meant.
+        unit = _first(obj.get("_SYSTEMD_USER_UNIT")) or _first(obj.get("_SYSTEMD_UNIT"))
         invocation = _first(obj.get("_SYSTEMD_INVOCATION_ID"))
     return Record(texts, _first(obj.get("__CURSOR")), realtime_us, pid, ident, unit, invocation, systemd)
 

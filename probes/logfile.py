@@ -83,7 +83,7 @@ def _is_binary(sample: bytes) -> bool:
 
 def read_stream(stream: BinaryIO, engine: str | None = None, unit: str | None = None,
                 on_line: Callable[[StartupReader], None] | None = None,
-                *, name: str = "input") -> Reading:
+                *, name: str = "input", info: dict | None = None) -> Reading:
     """Read a whole log from a binary stream and return the final reading.
 
     The form is decided from the first lines: ``journalctl -o json`` when one of the first three
@@ -95,12 +95,17 @@ def read_stream(stream: BinaryIO, engine: str | None = None, unit: str | None = 
         unit: for journal input, keep only entries about this unit (``sglang.service``).
         on_line: called with the reader after every physical line (streaming consumers, tests).
         name: how to name the input in error messages.
+        info: when given, filled with what was learnt about the input: ``form`` (``text`` or
+            ``journal``) and, for journal input, ``units`` (the units its entries are about).
 
     Raises:
-        LogReadError: for a binary file that is not a log (an empty input gives a reading), or a
-            binary journal.
+        LogReadError: for a binary file that is not a log (an empty input gives a reading), a
+            binary journal, compressed or UTF-16 text, ``journalctl -o json-pretty`` output, or a
+            ``unit`` no journal entry is about.
         ValueError: for an unknown engine id.
     """
+    if unit is not None and "." not in unit:
+        unit += ".service"  # as journalctl -u does
     reader = StartupReader(engine)
     lines = iter_lines(stream)
     head: list[bytes] = []
@@ -119,11 +124,28 @@ def read_stream(stream: BinaryIO, engine: str | None = None, unit: str | None = 
     # `logrotate copytruncate` leaves a hole of NUL bytes where the old content was, and the server
     # keeps writing after it: the text after the hole is the log.
     head[0] = first = first.lstrip(b"\x00")
+    if first.startswith(b"\x1f\x8b"):
+        raise LogReadError(f"{name} is gzip-compressed: read it with `zcat FILE | upwatch replay -`")
+    if first.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise LogReadError(f"{name} is UTF-16 text: convert it with `iconv -f UTF-16 -t UTF-8 FILE | upwatch replay -`")
     if _is_binary(b"\n".join(head)[:_SNIFF]):
         raise LogReadError(f"{name} is a binary file, not a log")
+    nonblank = [h for h in head if h.strip()]
+    if nonblank[:1] == [b"{"] and len(nonblank) > 1 and b'"__' in nonblank[1]:
+        raise LogReadError(f"{name} is `journalctl -o json-pretty` output: use `journalctl -o json` (one entry "
+                           f"a line)")
     all_lines = itertools.chain(head, lines)
-    if any(is_journal_json(h) for h in head if h.strip()):
-        _feed_journal(reader, all_lines, unit, on_line)
+    form = "journal" if any(is_journal_json(h) for h in nonblank) else "text"
+    if info is not None:
+        info["form"] = form
+    if form == "journal":
+        units: set[str] = set()
+        fed = _feed_journal(reader, all_lines, unit, on_line, units)
+        if info is not None:
+            info["units"] = sorted(units)
+        if unit is not None and not fed:
+            present = ", ".join(sorted(units)) or "none"
+            raise LogReadError(f"{name}: no journal entries about {unit} (units in it: {present})")
     else:
         feed = reader.feed_bytes
         if on_line is not None:
@@ -137,7 +159,9 @@ def read_stream(stream: BinaryIO, engine: str | None = None, unit: str | None = 
 
 
 def _feed_journal(reader: StartupReader, lines: Iterator[bytes], unit: str | None,
-                  on_line: Callable[[StartupReader], None] | None) -> None:
+                  on_line: Callable[[StartupReader], None] | None, units: set[str]) -> int:
+    """Feed journal records; returns how many were fed (those about ``unit`` when given)."""
+    fed = 0
     for lineno, raw in enumerate(lines, 1):
         if not raw.strip() or raw.startswith(b"-- "):
             # Blank lines and journalctl's own notes ("-- cursor: s=...", "-- No entries --").
@@ -148,7 +172,10 @@ def _feed_journal(reader: StartupReader, lines: Iterator[bytes], unit: str | Non
             except RecordError:
                 reader.note_bad_line(lineno)
             else:
+                if rec.unit is not None:
+                    units.add(rec.unit)
                 if unit is None or rec.unit == unit:
+                    fed += 1
                     stamp = rec.stamp
                     for text in rec.texts:
                         reader.feed(text, lineno, stamp=stamp, ident=rec.ident, systemd=rec.systemd,
@@ -157,10 +184,11 @@ def _feed_journal(reader: StartupReader, lines: Iterator[bytes], unit: str | Non
                     reader.lines = lineno
         if on_line is not None:
             on_line(reader)
+    return fed
 
 
 def read_path(path: str, engine: str | None = None, unit: str | None = None,
-              on_line: Callable[[StartupReader], None] | None = None) -> Reading:
+              on_line: Callable[[StartupReader], None] | None = None, *, info: dict | None = None) -> Reading:
     """Read a log file (``-`` for standard input) and return the final reading.
 
     A binary journal file is read through ``journalctl --file=PATH -o json -a``.
@@ -173,14 +201,13 @@ def read_path(path: str, engine: str | None = None, unit: str | None = None,
     import sys
 
     if path == "-":
-        return read_stream(sys.stdin.buffer, engine, unit, on_line, name="standard input")
+        return read_stream(sys.stdin.buffer, engine, unit, on_line, name="standard input", info=info)
     try:
         with open(path, "rb") as f:
-            magic = f.read(len(_JOURNAL_MAGIC))
-            if magic == _JOURNAL_MAGIC:
-                return _read_journal_file(path, engine, unit, on_line)
-            f.seek(0)
-            return read_stream(f, engine, unit, on_line, name=path)
+            # peek, not read and seek: PATH may be a pipe (`upwatch replay <(ssh gpu journalctl ...)`)
+            if f.peek(len(_JOURNAL_MAGIC))[:len(_JOURNAL_MAGIC)] == _JOURNAL_MAGIC:
+                return _read_journal_file(path, engine, unit, on_line, info)
+            return read_stream(f, engine, unit, on_line, name=path, info=info)
     except FileNotFoundError:
         raise LogReadError(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -192,7 +219,7 @@ def read_path(path: str, engine: str | None = None, unit: str | None = None,
 
 
 def _read_journal_file(path: str, engine: str | None, unit: str | None,
-                       on_line: Callable[[StartupReader], None] | None) -> Reading:
+                       on_line: Callable[[StartupReader], None] | None, info: dict | None) -> Reading:
     exe = shutil.which("journalctl")
     if exe is None:
         raise LogReadError(f"{path} is a binary journal file and journalctl is not installed to read it")
@@ -200,7 +227,7 @@ def _read_journal_file(path: str, engine: str | None, unit: str | None,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None
     try:
-        reading = read_stream(proc.stdout, engine, unit, on_line, name=path)
+        reading = read_stream(proc.stdout, engine, unit, on_line, name=path, info=info)
     finally:
         proc.stdout.close()
         err = proc.stderr.read().decode("utf-8", "replace").strip() if proc.stderr else ""

@@ -40,7 +40,8 @@ _MONTHS = {m: i for i, m in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
 
 # Wrapper prefixes, outermost first. Each is anchored and tried once, in order.
-_GREP_N_RE = re.compile(r"\d+[:-](?=[A-Z][a-z]{2} [ \d]\d \d\d:|\d{4}-\d\d-\d\d[T ]|\[|\()")
+_GREP_N_RE = re.compile(r"\d+[:-](?=[A-Z][a-z]{2} [ \d]\d \d\d:|\d{4}-\d\d-\d\d[T ]|\[|\(|"
+                        r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d |time=\d{4}-)")
 _GUTTER_RE = re.compile(r"\s+\| ")
 _COMPOSE_RE = re.compile(r"[A-Za-z0-9][\w.-]*\s+\| ")
 _SYSLOG_RE = re.compile(

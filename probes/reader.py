@@ -31,7 +31,7 @@ from probes.engines import ENGINES, IDENTS, PHASE_INDEX, PHASES, bars_for, hint_
 from probes.engines.common import EXCEPTION_RE, GO_ERROR_RE
 from probes.logline import MAX_LINE_CHARS, Line, Stamp, frames, parse
 
-_STARTING, _DOWNLOAD, _READY = PHASE_INDEX["starting"], PHASE_INDEX["download"], PHASE_INDEX["ready"]
+_STARTING, _DOWNLOAD, _WARMUP, _READY = (PHASE_INDEX[p] for p in ("starting", "download", "warmup", "ready"))
 
 # "12/345 [", "3.2G/9.9G [" : a tqdm counter with its bracketed timing.
 _BAR_RE = re.compile(r"(?<![\d.])(\d{1,15}(?:\.\d{1,6})?)([kMGT]?)(?:i?B)?/(\d{1,15}(?:\.\d{1,6})?)([kMGT]?)(?:i?B)? \[")
@@ -39,6 +39,8 @@ _BAR_RE = re.compile(r"(?<![\d.])(\d{1,15}(?:\.\d{1,6})?)([kMGT]?)(?:i?B)?/(\d{1
 _HOST_IDENTS = frozenset({"systemd", "kernel"})
 # "user@host:~$ vllm serve ...", "(venv) root@gpu:/app# ", "$ journalctl -u x": a shell prompt.
 _PROMPT_RE = re.compile(r"(?:\(\S+\) )?(?:\[?[\w.-]+@[\w.-]+[: ][^$#]*\]?[$#]|\$)(?: |$)")
+# `journalctl -o cat`: systemd's own lines with no identifier, naming the unit (Debian's "name - Description").
+_BARE_SYSTEMD_RE = re.compile(r"(?:Started|Starting|Stopped|Stopping|Failed to start) [\w@.:\\-]+\.service\b")
 # "ollama.service: Failed with result ...": systemd's own wording even where no identifier shows it.
 _UNIT_MSG_RE = re.compile(r"[\w@.:\\-]+\.(?:service|scope|socket|mount|target): ")
 _FRAME_RE = re.compile(r'\s*>? ?File "[^"]*", line \d+')
@@ -180,8 +182,8 @@ class _Mark:
     line: int
     text: str
     stamp: Stamp | None
-    prev: tuple[int, int] | None  # (line, year) of the nearest full date before
-    next: tuple[int, int] | None = None
+    prev: tuple[int, int, int] | None  # (line, year, month) of the nearest full date before
+    next: tuple[int, int, int] | None = None
 
 
 @dataclass(slots=True)
@@ -207,6 +209,8 @@ class _Start:
     fail_phase: int = -1
     error: _Failure | None = None
     pending: _Failure | None = None     # an exception while serving, not (yet) fatal
+    completed: int = -1                 # the phase a "... took N s" line said was done
+    done_ranks: dict[int, set[str]] = field(default_factory=dict)
     bars: dict[str | None, tuple[str, float, float]] = field(default_factory=dict)
     last_bar_phase: str | None = None
     output: bool = False                # the server itself wrote a line in this start
@@ -254,10 +258,10 @@ class StartupReader:
         self._restart_counter: int | None = None
         self._gave_up = False
         self._benign = False
-        self._year_prev: tuple[int, int] | None = None
+        self._year_prev: tuple[int, int, int] | None = None
         self._await_next: list[_Mark] = []
         # The last timestamped line and the full date before it: the end of the current phase.
-        self._last_stamp: tuple[int, Stamp, tuple[int, int] | None] | None = None
+        self._last_stamp: tuple[int, Stamp, tuple[int, int, int] | None] | None = None
         self._last_line = ""
         self._after_frame = False
         self._ever_ready = False
@@ -314,7 +318,7 @@ class StartupReader:
         st = ln.stamp
         if st is not None:
             if st.year is not None:
-                self._year_prev = (ln.lineno, st.year)
+                self._year_prev = (ln.lineno, st.year, st.month)
                 if self._await_next:
                     for mk in self._await_next:
                         mk.next = self._year_prev
@@ -339,7 +343,8 @@ class StartupReader:
         ident = ln.ident
         is_systemd = systemd or (ident is not None and ident in _HOST_IDENTS) or (
             msg[:1] == "k" and msg.startswith("kernel: ")) or (
-            ".service: " in msg and (_UNIT_MSG_RE.match(msg) is not None or "systemd[" in msg))
+            ".service" in msg and (_UNIT_MSG_RE.match(msg) is not None or "systemd[" in msg
+                                   or (ident is None and _BARE_SYSTEMD_RE.match(msg) is not None)))
         if not is_systemd and ("$" in msg or "#" in msg) and _PROMPT_RE.match(msg):
             return  # a shell prompt pasted with the log: read for the engine's name only
         start = self._start
@@ -384,6 +389,15 @@ class StartupReader:
         self._last_line = ln.text
         if phase_rule is not None:
             self._advance(start, ln.rank, phase_rule.phase, ln)
+            if phase_rule.completes and not start.failed:
+                p = PHASE_INDEX[phase_rule.phase]
+                if ln.rank is None:
+                    start.completed = p
+                else:  # with ranks, done once every rank seen has said so
+                    done = start.done_ranks.setdefault(p, set())
+                    done.add(ln.rank)
+                    if done.issuperset(start.ranks):
+                        start.completed = p
         if "/s]" in msg or "s/it]" in msg:
             self._bar(start, ln)
         elif progress_m is not None:
@@ -547,6 +561,11 @@ class StartupReader:
         if not start.failed:
             start.failed = True
             start.fail_phase = start.host_phase()
+            if start.completed == start.fail_phase and _DOWNLOAD < start.fail_phase < _WARMUP:
+                # "Loading model weights took 10 GB", then an OOM: it failed in what comes next.
+                start.fail_phase += 1
+                nxt = PHASES[start.fail_phase]
+                start.marks.setdefault(nxt, self._mark(nxt, ln))
 
     def _lifecycle(self, kind: str, m: re.Match[str], ln: Line) -> None:
         start = self._start
@@ -678,16 +697,30 @@ class StartupReader:
             nxt = times[i + 1] if i + 1 < len(times) else end
             dur = None
             if t is not None and nxt is not None and t[1] is not None and nxt[1] is not None:
-                dur = max(0.0, (nxt[1] - t[1]).total_seconds())
+                dur = (nxt[1] - t[1]).total_seconds()
+                if dur < 0 and mk.stamp is not None and mk.stamp.year is None:
+                    dur = (_next_year(nxt[1]) - t[1]).total_seconds()  # year-less dates across New Year
+                dur = max(0.0, dur)
             out.append(PhaseMark("starting" if not mk.phase else mk.phase, mk.line,
                                  None if t is None else t[0], mk.text, dur))
         return tuple(out)
+
+
+def _next_year(dt: datetime) -> datetime:
+    """The same day and time a year later (28 February for 29 February)."""
+    try:
+        return dt.replace(year=dt.year + 1)
+    except ValueError:
+        return dt.replace(year=dt.year + 1, day=28)
 
 
 def _fill(hint: str, m: re.Match[str]) -> str:
     """Fill ``{name}`` fields of a hint from a match's named groups (``{port}`` reads "port N")."""
     groups = m.groupdict()
     port = groups.get("port") or groups.get("port2")
+    if port == "29500":
+        return ("Port 29500 is torch.distributed's rendezvous port (MASTER_PORT): another multi-GPU "
+                "job holds it; stop it or set MASTER_PORT to a free port.")
     hint = hint.replace("{port}", f"port {port}" if port else "the port")
     for name, value in groups.items():
         hint = hint.replace("{" + name + "}", value if value is not None else "?")
@@ -702,10 +735,11 @@ def _resolve(mk: _Mark) -> tuple[str, datetime | None] | None:
     year = st.year
     if year is None:
         prev, nxt = mk.prev, mk.next
-        if prev is not None and nxt is not None:
-            year = prev[1] if mk.line - prev[0] <= nxt[0] - mk.line else nxt[1]
-        elif prev is not None or nxt is not None:
-            year = (prev or nxt)[1]
+        if prev is not None and (nxt is None or mk.line - prev[0] <= nxt[0] - mk.line):
+            # The year of the nearest full date, across a new year if the month went back.
+            year = prev[1] + (1 if st.month < prev[2] - 6 else 0)
+        elif nxt is not None:
+            year = nxt[1] - (1 if st.month > nxt[2] + 6 else 0)
     if year is None:
         text = f"--{st.month:02d}-{st.day:02d}T{st.hms}{st.tz}"
         try:

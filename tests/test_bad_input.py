@@ -777,7 +777,7 @@ def test_any_bytes_as_a_file_are_read_or_refused_in_one_line(chunks: list[bytes]
     try:
         reading = read_bytes(data)
     except LogReadError as exc:
-        assert "binary" in str(exc)
+        assert any(w in str(exc) for w in ("binary", "gzip", "UTF-16", "json-pretty"))
         assert "\n" not in str(exc)
         return
     assert_sane(reading)
@@ -805,8 +805,8 @@ def test_fixture_lines_mixed_with_garbage_read_sanely_and_deterministically(line
     except LogReadError as exc:
         # Refused only for a journal file's magic, or garbage: control characters a log does not
         # hold, or invalid UTF-8.
-        if blob.lstrip(b"\x00").startswith(b"LPKSHHRH"):
-            assert "journal" in str(exc)
+        if blob.lstrip(b"\x00").startswith((b"LPKSHHRH", b"\x1f\x8b", b"\xff\xfe", b"\xfe\xff")):
+            assert any(w in str(exc) for w in ("journal", "gzip", "UTF-16"))
             return
         head = blob[:8192].decode("utf-8", "replace")
         assert "binary" in str(exc)

@@ -77,7 +77,12 @@ def test_a_date_without_a_year_takes_the_year_of_the_nearest_full_date() -> None
     r = _read(["INFO 12-31 23:59:58 api_server.py:151] vLLM API server version 0.4.1",
                "INFO 01-01 00:00:03 model_runner.py:173] Loading model weights took 14.9595 GB"] + ["x"] * 5 +
               ["[2026-01-01 00:00:09] something with a full date"])
-    assert [m.time for m in r.phases] == ["2026-12-31T23:59:58", "2026-01-01T00:00:03"]
+    # Across New Year: the December line before a January full date belongs to the year before.
+    assert [m.time for m in r.phases] == ["2025-12-31T23:59:58", "2026-01-01T00:00:03"]
+    assert r.phases[0].duration_s == 5.0
+    r = _read(["INFO 12-31 23:59:55 api_server.py:151] vLLM API server version 0.4.1",
+               "INFO 01-01 00:00:10 model_runner.py:173] Loading model weights took 14.9595 GB"])
+    assert r.phases[0].duration_s == 15.0                    # no year anywhere: still 15 s, not 0
     r = _read(["[2025-12-31 23:59:00] before", "INFO 12-31 23:59:58 api_server.py:151] vLLM API server version 0.4.1"]
               + ["x"] * 5 + ["[2026-01-01 00:00:09] after"])
     assert r.phases[0].time == "2025-12-31T23:59:58"     # the nearer full date wins
@@ -234,3 +239,16 @@ def test_kv_cache_profiling_failures_are_init_not_weights() -> None:
     r = _read(["ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV "
                "cache is needed, which is larger than the available KV cache memory (9.62 GiB)."], engine="vllm")
     assert r.cause == "cuda_oom"
+
+
+def test_a_failure_after_a_phase_said_it_was_done_is_in_the_next_phase() -> None:
+    r = _read(["INFO 11-05 03:21:41 model_runner.py:1025] Loading model weights took 10.0714 GB",
+               "ERROR 11-05 03:21:52 multiproc_worker_utils.py:233] Exception in worker VllmWorkerProcess: "
+               "CUDA out of memory."])
+    assert (r.phase, r.phases_seen) == ("init", ["weights", "init"])
+    # With ranks, only once every rank has finished: here TP1 is still loading when TP0 fails.
+    r = _read(["[2025-03-08 12:29:13 TP0] Load weight begin. avail mem=21.63 GB",
+               "[2025-03-08 12:29:13 TP1] Load weight begin. avail mem=21.63 GB",
+               "[2025-03-08 12:29:21 TP0] Load weight end. type=Qwen2ForCausalLM",
+               "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."])
+    assert r.phase == "weights"

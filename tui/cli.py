@@ -36,10 +36,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Read a saved server log (plain text as the server printed it, `journalctl -o json`\n"
                     "output, or a binary .journal file) and print the last start's phases, progress\n"
                     "and outcome.\n\n"
-                    "Exit status: 0 the log was read (whatever it says), 2 it could not be read.",
+                    "Exit status: 0 the log was read (whatever it says), 2 it could not be read (or the\n"
+                    "command line was wrong), 130 interrupted.",
     )
     replay.add_argument("path", metavar="PATH", help="the log file, or - for standard input")
-    replay.add_argument("--engine", choices=sorted(ENGINES),
+    replay.add_argument("--engine", choices=sorted(ENGINES), type=str.lower,
                         help="the server engine (default: detected from the log)")
     replay.add_argument("--unit", help="journal input only: read only entries about this unit")
     replay.add_argument("--json", action="store_true",
@@ -48,22 +49,41 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+EXIT_INTERRUPTED = 130
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run ``upwatch`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit status."""
+    # Host text may hold any character; a terminal or pipe that cannot show one gets a "?".
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "replay":
-        return _replay(args)
+    try:
+        if args.command == "replay":
+            return _replay(args)
+    except KeyboardInterrupt:
+        print("upwatch: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     parser.print_help()
     return EXIT_OK
 
 
 def _replay(args: argparse.Namespace) -> int:
+    info: dict = {}
     try:
-        reading = read_path(args.path, engine=args.engine, unit=args.unit)
+        reading = read_path(args.path, engine=args.engine, unit=args.unit, info=info)
     except LogReadError as exc:
         print(f"upwatch replay: {exc}", file=sys.stderr)
         return EXIT_UNREADABLE
+    if args.unit and info.get("form") == "text":
+        print("upwatch replay: --unit applies to journal input only; read the whole text log",
+              file=sys.stderr)
+    units = info.get("units") or []
+    if not args.unit and len(units) > 1:
+        print(f"upwatch replay: this journal holds entries of {len(units)} units, read as one; pick one "
+              f"with --unit ({', '.join(units[:6])}{', ...' if len(units) > 6 else ''})", file=sys.stderr)
     try:
         if args.json:
             json.dump(reading.to_json(), sys.stdout, ensure_ascii=False, indent=2)

@@ -43,21 +43,39 @@ def _clip(text: str, width: int = _TEXT_WIDTH) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def format_timeline(reading: Reading, name: str) -> str:
     """The replay report: header, one row per phase of the last start, then the outcome."""
     engine = ENGINES[reading.engine].label if reading.engine in ENGINES else "unknown engine"
-    out = [f"{name}: {engine}, {reading.lines} lines, {reading.starts} start"
-           f"{'s' if reading.starts != 1 else ''}"
-           f"{f', {reading.bad_lines} unreadable records' if reading.bad_lines else ''}", ""]
-    out.append(f"  {'PHASE':<14}{'LINE':>7}  {'TIME':<22}{'DURATION':>9}  PROGRESS")
+    head = f"{name}: {engine}, {_plural(reading.lines, 'line')}, {_plural(reading.starts, 'start')}"
+    if reading.bad_lines:
+        head += f", {_plural(reading.bad_lines, 'unreadable record')}"
+    out = [head, ""]
+    if reading.starts == 0:
+        out.append("NO SERVER START FOUND: nothing in this log comes from a server start (is it the right file?)")
+        return "\n".join(out) + "\n"
     prog = reading.progress
+    rows = []
     for mark in reading.phases:
         progress = ""
         if prog is not None and prog.phase == mark.phase:
-            progress = f"{_count(prog.done)}/{_count(prog.total)} ({prog.fraction:.0%})"
+            progress = _progress(prog)
         current = mark.phase == reading.phase and reading.state in ("loading", "failed")
-        out.append(f"{'>' if current else ' '} {_LABELS.get(mark.phase, mark.phase):<14}{mark.line:>7}  "
-                   f"{mark.time or '-':<22}{duration(mark.duration_s):>9}  {progress}")
+        if current and prog is not None and not any(m.phase == prog.phase for m in reading.phases):
+            # e.g. a hub download inside weight loading: the bar belongs to a phase not in the table
+            progress = f"{_LABELS.get(prog.phase, prog.phase).lower()} {_progress(prog)}"
+        # Ready is where the start ends: its "duration" would only be the rest of the log.
+        dur = "" if mark.phase == "ready" else duration(mark.duration_s)
+        rows.append((">" if current else " ", _LABELS.get(mark.phase, mark.phase), str(mark.line),
+                     mark.time or "-", dur, progress))
+    w_line = max([4] + [len(r[2]) for r in rows])
+    w_time = max([4] + [len(r[3]) for r in rows])
+    out.append(f"  {'PHASE':<14}{'LINE':>{w_line}}  {'TIME':<{w_time}}  {'DURATION':>8}  PROGRESS")
+    for cur, label, line, time, dur, progress in rows:
+        out.append(f"{cur} {label:<14}{line:>{w_line}}  {time:<{w_time}}  {dur:>8}  {progress}".rstrip())
     out.append("")
     label = _LABELS.get(reading.phase, reading.phase)
     if reading.state == "failed":
@@ -65,12 +83,12 @@ def format_timeline(reading: Reading, name: str) -> str:
     elif reading.state == "ready":
         out.append("READY")
     elif reading.state == "stopped":
-        out.append(f"STOPPED during {label}")
+        out.append(f"STOPPED after {label}" if reading.phase == "ready" else f"STOPPED during {label}")
     else:
         out.append(f"LOADING: {label} (the log ends here)")
     if reading.restart_loop:
         counter = f", systemd restart counter {reading.restart_counter}" if reading.restart_counter else ""
-        out.append(f"restart loop: {reading.starts} starts in this log{counter}")
+        out.append(f"restart loop: {_plural(reading.starts, 'start')} in this log{counter}")
     if reading.gave_up:
         out.append("systemd gave up restarting the unit (start limit hit)")
     if reading.error is not None:
@@ -79,3 +97,7 @@ def format_timeline(reading: Reading, name: str) -> str:
     if reading.hint:
         out.append(f"hint: {reading.hint}")
     return "\n".join(out) + "\n"
+
+
+def _progress(prog) -> str:
+    return f"{_count(prog.done)}/{_count(prog.total)} ({prog.fraction:.0%})"

@@ -122,6 +122,8 @@ class Rule:
         detect: the engine whose log this line proves (``weak``: only if nothing stronger comes).
         benign: the message this line begins is a warning: failure patterns in it and in its
             continuation lines are ignored (an ignored optional import, a deprecation).
+        completes: the line says its phase is done (``Loading model weights took 10 GB``): a failure
+            after it, before the next phase's first line, happened in the next phase.
         ends: the server says it has shut down (Uvicorn's ``Application shutdown complete.``): a
             start that was ready and did not fail reads as stopped.
         progress: the pattern's ``done`` and ``total`` groups are progress in ``phase`` (for
@@ -148,6 +150,7 @@ class Rule:
     benign: bool = False
     progress: bool = False
     ends: bool = False
+    completes: bool = False
     lifecycle: str | None = None
     flags: int = 0
     example: str = ""

@@ -56,10 +56,11 @@ ENGINE = Engine(
              detect="vllm", example="vllm serve openai/whisper-large-v3 --port 8000"),
         Rule(r"Automatically detected platform", detect="vllm", weak=True,
              example="Automatically detected platform cuda."),
-        Rule(r"Starting to load model|Loading model weights took|Loading weights took|"
-             r"Model loading took|Time spent downloading weights",
-             keys=("starting", "loading", "spent"), phase="weights", detect="vllm",
-             example="Starting to load model openai/whisper-large-v3..."),
+        Rule(r"Starting to load model|Time spent downloading weights", keys=("starting", "spent"),
+             phase="weights", detect="vllm", example="Starting to load model openai/whisper-large-v3..."),
+        Rule(r"Loading model weights took|Loading weights took|Model loading took", keys=("loading", "model"),
+             phase="weights", completes=True, detect="vllm",
+             example="Loading model weights took 14.9595 GB"),
         Rule(r"Starting profile run|[Mm]emory profiling|determine_num_available_blocks|profile_run|"
              r"initialize_kv_cache|# (?:GPU|CUDA) blocks:|Available KV cache memory|"
              r"GPU KV cache size|for vLLM's torch\.compile|Dynamo bytecode transform time|"
@@ -68,8 +69,9 @@ ENGINE = Engine(
                    "encoder", "maximum", "determine_num_available_blocks", "profile_run",
                    "initialize_kv_cache"),
              phase="init", example="Available KV cache memory: 10.14 GiB"),
-        Rule(r"Capturing (?:the model for )?CUDA graph|Capturing cudagraph|Graph capturing finished|"
-             r"CUDA graphs can take additional",
+        Rule(r"Graph capturing finished", keys=("capturing",), phase="graph_capture", completes=True,
+             example="Graph capturing finished in 5 secs."),
+        Rule(r"Capturing (?:the model for )?CUDA graph|Capturing cudagraph|CUDA graphs can take additional",
              keys=("capturing", "graphs"), phase="graph_capture",
              example="Capturing the model for CUDA graphs. This may lead to unexpected consequences."),
         Rule(r"Starting vLLM (?:API )?server|Available routes are|Route: /", keys=("starting", "available",
