@@ -68,3 +68,42 @@ def test_unreadable_input_exits_2_with_one_line() -> None:
 def test_help_documents_the_exit_status() -> None:
     out = _upwatch("replay", "--help").stdout.decode()
     assert "Exit status: 0" in out and "2 it could not be read" in out
+
+
+def test_a_pipe_given_as_a_path_is_read(tmp_path) -> None:
+    import os
+
+    fifo = tmp_path / "log.fifo"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen([sys.executable, "-m", "tui", "replay", "--json", str(fifo)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    with open(fifo, "wb") as writer:
+        writer.write((LOGS / "vllm-fail-oom-01.log").read_bytes())
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert json.loads(out)["cause"] == "cuda_oom"
+
+
+def test_unit_filter_names_the_units_present_when_none_match() -> None:
+    from conftest import JOURNAL
+
+    proc = _upwatch("replay", "--unit", "nosuch", str(JOURNAL / "captured-systemd252.jsonl"))
+    assert proc.returncode == 2
+    assert b"no journal entries about nosuch.service" in proc.stderr and b"vllm.service" in proc.stderr
+    proc = _upwatch("replay", "--json", "--unit", "vllm", str(JOURNAL / "captured-systemd252.jsonl"))
+    assert proc.returncode == 0 and json.loads(proc.stdout)["cause"] == "cuda_oom"
+    proc = _upwatch("replay", str(JOURNAL / "captured-systemd252.jsonl"))
+    assert b"holds entries of 5 units" in proc.stderr
+
+
+def test_compressed_and_empty_inputs_say_what_they_are(tmp_path) -> None:
+    import gzip
+
+    gz = tmp_path / "x.log.gz"
+    gz.write_bytes(gzip.compress((LOGS / "vllm-ok-03.log").read_bytes()))
+    proc = _upwatch("replay", str(gz))
+    assert proc.returncode == 2 and b"zcat" in proc.stderr
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    proc = _upwatch("replay", str(empty))
+    assert proc.returncode == 0 and b"NO SERVER START FOUND" in proc.stdout
