@@ -44,7 +44,7 @@ def test_text_timeline_names_phases_lines_times_and_the_outcome() -> None:
 
 def test_ready_timeline_shows_durations_and_progress() -> None:
     text = _upwatch("replay", str(LOGS / "sglang-ok-01.log")).stdout.decode()
-    assert "READY" in text
+    assert "READY after 2m02s" in text          # 16:13:35 to 16:15:37
     row = next(line for line in text.splitlines() if "Graph capture" in line)
     assert row.split()[2:] == ["15", "2025-05-02T16:14:33", "26s", "4/4", "(100%)"]
 

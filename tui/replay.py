@@ -81,7 +81,9 @@ def format_timeline(reading: Reading, name: str) -> str:
     if reading.state == "failed":
         out.append(f"FAILED during {label}: {reading.cause}")
     elif reading.state == "ready":
-        out.append("READY")
+        spans = [m.duration_s for m in reading.phases if m.phase != "ready"]
+        took = f" after {duration(sum(spans))}" if spans and None not in spans else ""
+        out.append(f"READY{took}")
     elif reading.state == "stopped":
         out.append(f"STOPPED after {label}" if reading.phase == "ready" else f"STOPPED during {label}")
     else:
