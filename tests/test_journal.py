@@ -147,3 +147,16 @@ def test_replay_cli_reads_a_binary_journal() -> None:
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["cause"] == "cuda_oom"
+
+
+@pytest.mark.parametrize("mode", ["short-iso", "short", "cat"])
+def test_journalctl_text_output_reads_like_its_json(tmp_path, mode) -> None:
+    """What an operator pastes (`journalctl -u vllm`, `-o short-iso`, `-o cat`) reads like the JSON."""
+    exe = _journalctl()
+    out = subprocess.run([exe, f"--file={JOURNAL / 'vllm-restart-loop.journal'}", "-o", mode],
+                         capture_output=True, check=True).stdout
+    path = tmp_path / f"{mode}.log"
+    path.write_bytes(out)
+    reading = read_path(str(path))
+    assert _summary(reading)[:7] == VLLM_LOOP[:7]
+    assert reading.gave_up and reading.restart_counter == 3
