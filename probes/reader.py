@@ -619,10 +619,7 @@ class StartupReader:
         """What is known so far about the last start (pure: does not change the reader)."""
         start = self._start
         starts = self._starts + (1 if start.evidence else 0)
-        if start.evidence or self._starts == 0:
-            cur = start
-        else:
-            cur = start  # an empty start after an end: report it as the fresh start it is
+        cur = start  # the last start; an empty one after an end reads as the fresh start it is
         streak = self._streak
         if cur.ready:
             streak = 1 if cur.failed else 0

@@ -71,9 +71,8 @@ DEFAULT_HINTS: dict[str, str] = {
     "unknown": "Read the decisive line (and the traceback above it, if there is one).",
 }
 
-_PUNCT_TO_SPACE = str.maketrans({c: " " for c in string.punctuation if c != "_"})
-# The same on bytes, lower-casing ASCII too: bytes.translate is a plain table lookup, several times
-# faster than str.translate with a dict.
+# Lower-cases ASCII and turns punctuation but "_" into spaces, on bytes: bytes.translate is a plain
+# table lookup, several times faster than str.translate with a dict.
 _WORD_BYTES = bytes.maketrans(
     bytes(range(256)),
     bytes((b + 32) if 65 <= b <= 90 else (32 if chr(b) in string.punctuation and b != 95 else b)
@@ -83,11 +82,6 @@ _ESCAPED_PUNCT_RE = re.compile(r"\\(.)")
 _CHARCLASS_RE = re.compile(r"\[(?:\\.|[^\]\\])*\]")
 _GROUP_OPEN_RE = re.compile(r"\(\?(?:P<\w+>|[:=!]|<[=!])?")
 _WORD_RE = re.compile(r"(?<![\w\x00])[A-Za-z][A-Za-z0-9_]{2,}(?![\w\x00?*+{])")
-
-
-def words(text: str) -> set[str]:
-    """The whole words of ``text``, lower-cased, split at whitespace and ASCII punctuation but ``_``."""
-    return set(text.lower().translate(_PUNCT_TO_SPACE).split())
 
 
 def derive_keys(pattern: str) -> tuple[str, ...]:
@@ -210,6 +204,10 @@ class Engine:
 
 _NO_HITS: list = []
 
+#: Key words are looked for in the first this many characters of a message: every rule's key sits
+#: near the start of the lines it matches, and it bounds the cost of 10 kB argument dumps.
+SCAN_CHARS = 400
+
 
 class Matcher:
     """Runs a table of rules against lines, fast: only rules whose key words occur are tried.
@@ -218,10 +216,6 @@ class Matcher:
     """
 
     __slots__ = ("rules", "_index", "_keys")
-
-    #: Key words are looked for in the first this many characters of a message: every rule's key
-    #: sits near the start of the lines it matches, and it bounds the cost of 10 kB argument dumps.
-    SCAN_CHARS = 400
 
     def __init__(self, rules: tuple[Rule, ...] | list[Rule]) -> None:
         self.rules = tuple(rules)
@@ -248,7 +242,7 @@ class Matcher:
 
     def match(self, msg: str) -> list[tuple[Rule, re.Match[str]]]:
         """All rules matching ``msg``, in table order (an empty list for most lines)."""
-        words = msg[:400].encode("utf-8", "surrogateescape").translate(_WORD_BYTES).split()
+        words = msg[:SCAN_CHARS].encode("utf-8", "surrogateescape").translate(_WORD_BYTES).split()
         keys = self._keys
         if keys.isdisjoint(words):
             return _NO_HITS
