@@ -42,13 +42,16 @@ _MONTHS = {m: i for i, m in enumerate(
 # Wrapper prefixes, outermost first. Each is anchored and tried once, in order.
 _GREP_N_RE = re.compile(r"\d+[:-](?=[A-Z][a-z]{2} [ \d]\d \d\d:|\d{4}-\d\d-\d\d[T ]|\[|\(|"
                         r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d |time=\d{4}-)")
+_NUMBER_RE = re.compile(r"\d+[:-]")
+_KUBECTL_RE = re.compile(r"\[pod/[^\]\s]+\] ")
+_ISO_STAMP_ONLY_RE = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d:\d\d:\d\d)(?:[.,]\d+)?(Z|[+-]\d\d:?\d\d)? ")
 _GUTTER_RE = re.compile(r"\s+\| ")
 _COMPOSE_RE = re.compile(r"[A-Za-z0-9][\w.-]*\s+\| ")
 _SYSLOG_RE = re.compile(
     r"([A-Z][a-z]{2}) ([ \d]\d) (\d\d:\d\d:\d\d)(?:\.\d+)? (\S+) ([^\s\[:]+)(?:\[(\d+)\])?: ?")
 _ISO_RE = re.compile(
     r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,]\d+)?(Z|[+-]\d\d:?\d\d)?"
-    r"(?: (?![A-Z]{4,} )(\S+) ([^\s\[:]+)(?:\[(\d+)\])?: | +)")
+    r"(?: (?![A-Z]{4,} )(\S+) ([^\s\[:]+)(?:\[(\d+)\])?: | )")
 _RANK_RE = re.compile(r"\[rank(\d+)\]: ?")
 _PROC_RE = re.compile(
     r"\(([A-Za-z][\w-]*(?: (?:TP|rank=)?\d+)?) pid=(\d+)(?:, ip=[^)]*)?\)(?: |$)")
@@ -103,6 +106,7 @@ class Line:
             False for continuation lines (traceback frames, multi-line messages).
         flavor: which engine-style prefix matched: ``sglang``, ``vllm``, ``glog``, ``pylog``,
             ``trtllm``, ``logfmt``, ``tgi``, or None.
+        numbered: a ``grep -n`` line number was stripped from the front.
     """
 
     lineno: int
@@ -115,6 +119,7 @@ class Line:
     level: str | None = None
     prefixed: bool = False
     flavor: str | None = None
+    numbered: bool = False
 
 
 def decode(raw: bytes) -> str:
@@ -176,7 +181,8 @@ def _printable(text: str) -> str:
     return "".join(ch if ch.isprintable() else (" " if ch.isspace() else "") for ch in text)
 
 
-def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | None = None) -> Line:
+def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | None = None,
+          numbered: bool = False) -> Line:
     """Parse the prefixes of one logical line.
 
     Args:
@@ -185,6 +191,8 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
         stamp: a timestamp already known from outside the text (a journal entry's
             ``__REALTIME_TIMESTAMP``); it wins over any timestamp in the text.
         ident: a syslog identifier already known (journal ``SYSLOG_IDENTIFIER``).
+        numbered: the log is ``grep -n`` output (an earlier line showed it): strip a leading
+            ``N:``/``N-`` from every line, traceback lines included.
 
     Returns:
         The :class:`Line`; unrecognised text is left in ``msg`` untouched.
@@ -193,22 +201,38 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
     if not s:
         return Line(lineno, text, text, stamp, None, None, ident)
     rank = proc = level = flavor = None
-    prefixed = False
+    prefixed = grep_n = False
     c = s[0]
     # --- wrappers, outermost first (each gated by a cheap look at the first characters) --------
     if c.isdigit():
-        if s[1:2].isdigit() and s[4:5] == "-" and s[7:8] == "-":
+        if numbered:
+            m = _NUMBER_RE.match(s)
+        elif s[1:2].isdigit() and s[4:5] == "-" and s[7:8] == "-":
             m = None  # a date: no grep -n number in front
         else:
             m = _GREP_N_RE.match(s)
         if m:
             s = s[m.end():]
             c = s[:1]
+            grep_n = True
     elif c == " ":
         m = _GUTTER_RE.match(s)
         if m:
             s = s[m.end():]
             c = s[:1]
+    if c == "[" and s.startswith("[pod/"):
+        m = _KUBECTL_RE.match(s)  # kubectl logs --prefix
+        if m:
+            s = s[m.end():]
+            c = s[:1]
+            if c.isdigit():
+                m = _ISO_STAMP_ONLY_RE.match(s)  # ... --timestamps
+                if m:
+                    if stamp is None:
+                        stamp = Stamp(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4),
+                                      m.group(5) or "")
+                    s = s[m.end():]
+                    c = s[:1]
     if c.isalpha() and " | " in s[:64]:
         m = _COMPOSE_RE.match(s)
         if m:
@@ -231,7 +255,7 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
                 ident = m.group(7)
             s = s[m.end():]
             c = s[:1]
-            lm = _TGI_LEVEL_RE.match(s)
+            lm = _TGI_LEVEL_RE.match(s) if s[:1] == " " or s[:1].isupper() else None
             if lm:
                 level = lm.group(1)
                 prefixed = True
@@ -306,4 +330,4 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
         prefixed = True
     elif proc is not None and rank is None:
         prefixed = bool(s) and not s[0].isspace()
-    return Line(lineno, text, s, stamp, rank, proc, ident, level, prefixed, flavor)
+    return Line(lineno, text, s, stamp, rank, proc, ident, level, prefixed, flavor, grep_n)

@@ -43,6 +43,7 @@ _PROMPT_RE = re.compile(r"(?:\(\S+\) )?(?:\[?[\w.-]+@[\w.-]+[: ][^$#]*\]?[$#]|\$
 _BARE_SYSTEMD_RE = re.compile(r"(?:Started|Starting|Stopped|Stopping|Failed to start) [\w@.:\\-]+\.service\b")
 # "ollama.service: Failed with result ...": systemd's own wording even where no identifier shows it.
 _UNIT_MSG_RE = re.compile(r"[\w@.:\\-]+\.(?:service|scope|socket|mount|target): ")
+_LEADING_NUMBER_RE = re.compile(r"(\d{1,9})[:-]\S")
 _FRAME_RE = re.compile(r'\s*>? ?File "[^"]*", line \d+')
 _UNIT = {"": 1, "k": 1000, "M": 1000 ** 2, "G": 1000 ** 3, "T": 1000 ** 4}
 
@@ -265,6 +266,8 @@ class StartupReader:
         self._last_line = ""
         self._after_frame = False
         self._ever_ready = False
+        self._numbered = False
+        self._number: int | None = None  # the leading number of the line before, if it had one
 
     # --- feeding ---------------------------------------------------------------------------------
 
@@ -275,7 +278,9 @@ class StartupReader:
             # The common case: one plain line, no escape codes, \r frames, control characters or bars.
             self.lines = lineno = self.lines + 1 if lineno is None else lineno
             if text:
-                self._line(parse(lineno, text), False)
+                if not self._numbered and text[0].isdigit():
+                    self._note_number(text)
+                self._line(parse(lineno, text, numbered=self._numbered), False)
             return
         self.feed(text, lineno)
 
@@ -303,8 +308,21 @@ class StartupReader:
             elif invocation != start.invocation:
                 self._new_start()
                 self._start.invocation = invocation
+        if not self._numbered and text[:1].isdigit():
+            self._note_number(text)
         for frame in frames(text):
-            self._line(parse(lineno, frame, stamp=stamp, ident=ident), systemd)
+            self._line(parse(lineno, frame, stamp=stamp, ident=ident, numbered=self._numbered), systemd)
+
+    def _note_number(self, text: str) -> None:
+        """The first line numbered 1, or two lines with growing ``N:``/``N-`` numbers: ``grep -n``."""
+        m = _LEADING_NUMBER_RE.match(text)
+        if m is None:
+            self._number = None
+            return
+        n = int(m.group(1))
+        if (self._number is not None and n > self._number) or (n == 1 and self.lines == 1):
+            self._numbered = True
+        self._number = n
 
     def note_bad_line(self, lineno: int | None = None) -> None:
         """Count an input line that could not be read at all (e.g. a truncated journal record)."""
@@ -315,6 +333,8 @@ class StartupReader:
 
     def _line(self, ln: Line, systemd: bool) -> None:
         msg = ln.msg
+        if ln.numbered:
+            self._numbered = True  # grep -n output: every later line has a number to strip
         st = ln.stamp
         if st is not None:
             if st.year is not None:
@@ -404,8 +424,8 @@ class StartupReader:
             self._count(start, ln, phase_rule.phase if phase_rule else None, progress_m)
         if ready_rule is not None:
             self._ready(start, ready_rule, ln)
-        if ends and start.ready and not start.failed:
-            start.stopped = True  # the server shut down after serving (its own words, not systemd's)
+        if ends and not start.failed:
+            start.stopped = True  # the server says it shut down (Ctrl-C, SIGTERM): stopped, not failed
         if self._benign or code:
             return
         if fail_rule is not None:

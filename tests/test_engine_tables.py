@@ -175,7 +175,9 @@ def test_nccl_noticing_a_dead_peer_is_a_consequence_of_that_peers_exception() ->
                "[2025-03-08 12:29:25 TP1] Scheduler hit an exception: Traceback (most recent call last):",
                "KeyError: 'BLOCK_SIZE_M'",
                "[2025-03-08 12:29:26 TP0] torch.distributed.DistBackendError: NCCL error in: "
-               "ProcessGroupNCCL.cpp:1970, remote process exited or there was a network error"])
+               "ProcessGroupNCCL.cpp:1970, remote process exited or there was a network error",
+               "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting "
+               "prematurely."])
     assert (r.cause, r.error.line) == ("unknown", 3)
 
 
@@ -215,11 +217,23 @@ def test_a_server_that_shut_down_after_serving_is_stopped() -> None:
     ("Illegal instruction (core dumped)", "core_dump"),
     ("terminate called after throwing an instance of 'c10::Error'", "core_dump"),
     ("Fatal Python error: Aborted", "core_dump"),
-    ("KeyboardInterrupt", "signal"),
+    ("  what():  CUDA error: an illegal memory access was encountered", "core_dump"),
 ])
 def test_a_process_that_dies_in_native_code_or_by_signal_is_failed(line, cause) -> None:
     r = _read(VLLM_READY[:2] + [line])
     assert (r.state, r.cause, r.error.line) == ("failed", cause, 3)
+
+
+def test_the_cpp_exception_text_beats_terminate_called() -> None:
+    r = _read(VLLM_READY[:2] + ["terminate called after throwing an instance of 'c10::Error'",
+                                "  what():  CUDA error: an illegal memory access was encountered"])
+    assert (r.cause, r.error.line) == ("core_dump", 4)
+
+
+def test_ctrl_c_is_a_stop_not_a_crash() -> None:
+    r = _read(VLLM_READY[:2] + ["Traceback (most recent call last):", '  File "x.py", line 3, in f',
+                                "    time.sleep(1)", "KeyboardInterrupt"])
+    assert (r.state, r.cause) == ("stopped", None)
 
 
 def test_hints_follow_the_log() -> None:

@@ -118,8 +118,8 @@ class Rule:
             continuation lines are ignored (an ignored optional import, a deprecation).
         completes: the line says its phase is done (``Loading model weights took 10 GB``): a failure
             after it, before the next phase's first line, happened in the next phase.
-        ends: the server says it has shut down (Uvicorn's ``Application shutdown complete.``): a
-            start that was ready and did not fail reads as stopped.
+        ends: the server says it has shut down (Uvicorn's ``Application shutdown complete.``, a
+            ``KeyboardInterrupt``): a start that did not fail reads as stopped.
         progress: the pattern's ``done`` and ``total`` groups are progress in ``phase`` (for
             counters that are not tqdm bars, e.g. TGI's ``Download: [1/4]``).
         lifecycle: a systemd event (``started``, ``exited``, ``result``, ``restart``, ``stopping``,

@@ -43,8 +43,9 @@ RULES: tuple[Rule, ...] = (
          keys=("killed", "oom", "cgroup"), cause="host_oom_killed",
          example="Out of memory: Killed process 12345 (python3) total-vm:812345kB"),
     # Other ranks noticing that a peer died: a consequence, weaker than the peer's own exception.
-    Rule(r"NCCL error:? .{0,80}?remote process exited|[Cc]onnection closed by (?:remote )?peer",
-         keys=("nccl", "connection"), cause="nccl", strength=2,
+    Rule(r"NCCL error:? .{0,80}?remote process exited|remote process exiting prematurely|"
+         r"[Cc]onnection closed by (?:remote )?peer",
+         keys=("nccl", "remote", "connection"), cause="nccl", strength=2,
          hint="NCCL lost a peer rank: another rank died first; its own error is the cause.",
          example="torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote "
                  "process exited or there was a network error, NCCL version 2.21.5"),
@@ -112,19 +113,20 @@ RULES: tuple[Rule, ...] = (
          hint="Illegal instruction: the CPU lacks an instruction this build uses (AVX-512, AVX2); use a "
               "build or image made for this CPU.",
          example="Illegal instruction (core dumped)"),
+    Rule(r"^\s*what\(\): ", keys=("what",), cause="core_dump", strength=3,
+         hint="The process aborted on this C++ exception: check CUDA, driver and engine versions.",
+         example="  what():  CUDA error: an illegal memory access was encountered"),
     Rule(r"^(?:\S+: line \d+: +\d+ )?Aborted(?: \(core dumped\))?\s|^Aborted(?: \(core dumped\))?$|"
          r"Fatal Python error: Aborted|terminate called after throwing an instance of",
-         keys=("aborted", "terminate"), cause="core_dump", strength=3,
-         hint="The process aborted in native code (a C++ exception or assertion): the lines just before "
+         keys=("aborted", "terminate"), cause="core_dump", strength=2,
+         hint="The process aborted in native code (a C++ exception or assertion): the lines around it "
               "name the library; check CUDA, driver and engine versions.",
          example="terminate called after throwing an instance of 'c10::Error'"),
     Rule(r"^(?:\S+: line \d+: +\d+ )?Killed(?:\s|$)", keys=("killed",), cause="signal", strength=3,
          hint="The process was killed with SIGKILL, most often by the kernel's OOM killer (host RAM): "
               "check `dmesg` or `journalctl -k` for 'Out of memory'.",
          example="Killed"),
-    Rule(r"^KeyboardInterrupt\b", keys=("keyboardinterrupt",), cause="signal", strength=3,
-         hint="The server was interrupted (SIGINT, Ctrl-C): it was stopped, it did not crash.",
-         example="KeyboardInterrupt"),
+    Rule(r"^KeyboardInterrupt\b", keys=("keyboardinterrupt",), ends=True, example="KeyboardInterrupt"),
     # --- warnings that look like errors ------------------------------------------------------------
     Rule(r"^Ignore import error|can be ignored|UserWarning|FutureWarning|DeprecationWarning|"
          r"^\s*warnings\.warn\(|is deprecated|Warning: ",
