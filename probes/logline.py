@@ -65,9 +65,9 @@ _TRT_RE = re.compile(r"\[(\d\d)/(\d\d)/(\d{4})-(\d\d:\d\d:\d\d)\] (?:\[TRT-LLM\]
 _LOGFMT_RE = re.compile(r"time=(\d{4})-(\d\d)-(\d\d)T(\d\d:\d\d:\d\d)\S* level=(\w+) ")
 _TGI_LEVEL_RE = re.compile(r" *(TRACE|DEBUG|INFO|WARN|ERROR) ")
 
-#: Process-prefix names that are parallel workers (tensor/pipeline ranks). Other processes
-#: (``APIServer``, ``EngineCore_DP0``) are the server's main line of work, not ranks.
+#: Process-prefix names that are parallel workers (tensor/pipeline ranks) of a vLLM engine.
 _WORKER_PROCS = ("VllmWorkerProcess", "VllmWorker", "Worker", "RayWorkerWrapper")
+_DP_INDEX_RE = re.compile(r"DP[_-]?(\d+)|^EngineCore_(\d+)$")
 
 
 @dataclass(slots=True)
@@ -96,8 +96,9 @@ class Line:
             wrappers kept.
         msg: ``text`` without any recognised prefix: what patterns look at.
         stamp: the outermost timestamp found, or None.
-        rank: a parallel worker's id (``"TP3"``, ``"DP0 TP0"``, ``"rank1"``, ``"pid67"``), or None
-            for the server's main process.
+        rank: a parallel worker's id, or None for the server's main process: SGLang's ``"TP3"`` or
+            ``"DP0 TP0"``, torch's ``"rank1"``, or a vLLM process as ``"DP0/core"`` (an engine
+            core), ``"DP0/Worker_TP1"``, ``"DP1/pid67"`` (see :func:`_vllm_rank`).
         proc: the process prefix name (``APIServer``, ``EngineCore_DP0``), or None.
         ident: the syslog identifier (``systemd``, ``python3``, ``env``) when a syslog, journal or
             short-iso prefix named one.
@@ -170,6 +171,17 @@ def frames(text: str) -> list[str]:
                 continue
         out.append(part)
     return out
+
+
+def _vllm_rank(proc: str, pid: str) -> str:
+    """A vLLM process as ``"DPn/member"``: its data-parallel engine and its place in it, ``core``
+    for the engine core, else the worker's own name ("Worker_TP1", "VllmWorker rank=1") or, when
+    it has none, its PID ("VllmWorkerProcess pid=67")."""
+    d = _DP_INDEX_RE.search(proc)
+    dp = (d.group(1) or d.group(2)) if d else "0"
+    if proc.startswith("EngineCore"):
+        return f"DP{dp}/core"
+    return f"DP{dp}/{proc if proc[-1].isdigit() else 'pid' + pid}"
 
 
 def _printable(text: str) -> str:
@@ -273,9 +285,8 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
         m = _PROC_RE.match(s)
         if m:
             proc = m.group(1)
-            if proc.startswith(_WORKER_PROCS):
-                # "Worker_TP1", "VllmWorker rank=1" name their rank; "VllmWorkerProcess pid=67" only a PID.
-                rank = proc if proc[-1].isdigit() else f"pid{m.group(2)}"
+            if proc.startswith(_WORKER_PROCS) or proc.startswith("EngineCore"):
+                rank = _vllm_rank(proc, m.group(2))
             s = s[m.end():]
             c = s[:1]
     # --- the engine's own prefix -------------------------------------------------------------
@@ -328,6 +339,6 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
     if m:
         s = s[m.end():]
         prefixed = True
-    elif proc is not None and rank is None:
+    elif proc is not None:
         prefixed = bool(s) and not s[0].isspace()
     return Line(lineno, text, s, stamp, rank, proc, ident, level, prefixed, flavor, grep_n)

@@ -58,7 +58,7 @@ _EXIT_CAUSE = {"exited": "exit_code", "killed": "signal", "dumped": "core_dump"}
 #: Prefix styles that hint at an engine: (engine, strong).
 _FLAVOR_ENGINE = {"sglang": ("sglang", False), "vllm": ("vllm", False), "trtllm": ("trtllm", True),
                   "tgi": ("tgi", False), "logfmt": ("ollama", False)}
-_VLLM_PROCS = ("APIServer", "EngineCore", "VllmWorker", "Worker_TP", "RayWorkerWrapper")
+_VLLM_PROCS = ("APIServer", "EngineCore", "VllmWorker", "Worker_", "RayWorkerWrapper")
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,10 +223,31 @@ class _Start:
     invocation: str | None = None
 
     def host_phase(self) -> int:
-        if self.ranks:
-            slowest = min(self.ranks.values())
-            return slowest if slowest > self.main else self.main
-        return self.main
+        """The host's phase: the main process's, or the slowest rank's when that is further.
+
+        Ranks are flat (SGLang's TPn, torch's rankN: every one must be done) or grouped per vLLM
+        data-parallel engine ("DP1/core", "DP1/Worker_TP0"): an engine is as far as its core or
+        its slowest worker, whichever is further, and the host as far as its slowest engine.
+        """
+        ranks = self.ranks
+        if not ranks:
+            return self.main
+        slowest = None
+        engines: dict[str, list[int]] = {}
+        for key, p in ranks.items():
+            group, sep, member = key.partition("/")
+            if not sep:
+                slowest = p if slowest is None or p < slowest else slowest
+                continue
+            core_worker = engines.setdefault(group, [-1, 99])
+            if member == "core":
+                core_worker[0] = max(core_worker[0], p)
+            else:
+                core_worker[1] = min(core_worker[1], p)
+        for core, worker in engines.values():
+            p = max(core, worker if worker != 99 else -1)
+            slowest = p if slowest is None or p < slowest else slowest
+        return slowest if slowest > self.main else self.main
 
 
 class StartupReader:

@@ -266,3 +266,36 @@ def test_a_failure_after_a_phase_said_it_was_done_is_in_the_next_phase() -> None
                "[2025-03-08 12:29:21 TP0] Load weight end. type=Qwen2ForCausalLM",
                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."])
     assert r.phase == "weights"
+
+
+def _v1(proc: str, text: str) -> str:
+    return f"({proc} pid=7) INFO 11-24 14:52:34 [x.py:1] {text}"
+
+
+def test_vllm_data_parallel_engines_are_ranks() -> None:
+    """DP0 has captured its graphs while DP1 is still loading: the host is loading weights, and a
+    failure of DP1 happened there."""
+    lines = [_v1("APIServer", "non-default args: {'data_parallel_size': 2}"),
+             _v1("EngineCore_DP0", "Initializing a V1 LLM engine (v0.11.0) with config: model='m'"),
+             _v1("EngineCore_DP1", "Initializing a V1 LLM engine (v0.11.0) with config: model='m'"),
+             _v1("EngineCore_DP0", "Starting to load model m..."),
+             _v1("EngineCore_DP1", "Starting to load model m..."),
+             _v1("EngineCore_DP0", "Model loading took 2.88 GiB memory and 27.9 seconds"),
+             _v1("EngineCore_DP0", "Available KV cache memory: 10.14 GiB"),
+             _v1("EngineCore_DP0", "Graph capturing finished in 3 secs, took 0.22 GiB")]
+    r = _read(lines)
+    assert r.phase == "weights"
+    assert r.phases_seen == ["starting", "weights", "init", "graph_capture"]
+    r = _read(lines + ["(EngineCore_DP1 pid=8) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."])
+    assert (r.state, r.phase, r.cause) == ("failed", "weights", "cuda_oom")
+
+
+def test_a_vllm_engine_core_lagging_its_tp_workers_does_not_hold_the_host_back() -> None:
+    r = _read([_v1("EngineCore_DP0", "Initializing a V1 LLM engine (v0.11.0) with config: model='m'"),
+               _v1("Worker_TP0", "Starting to load model m..."),
+               _v1("Worker_TP1", "Starting to load model m...")])
+    assert r.phase == "weights"
+    r = _read([_v1("EngineCore_DP0", "Initializing a V1 LLM engine (v0.11.0) with config: model='m'"),
+               _v1("Worker_TP0", "Starting to load model m..."),
+               _v1("Worker_TP0", "Available KV cache memory: 10.14 GiB")])
+    assert r.phase == "init"     # TP1 has said nothing yet: the workers seen are all in init

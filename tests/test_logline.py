@@ -41,14 +41,17 @@ def test_overlong_lines_are_cut_and_marked() -> None:
      (2025, 6, 26, "09:47:18"), "DP0 TP0", None),
     # vLLM V1 with a worker prefix, V0 without brackets
     ("(VllmWorkerProcess pid=67) INFO 11-05 03:21:41 model_runner.py:1025] Loading model weights took 10 GB",
-     "Loading model weights took 10 GB", (None, 11, 5, "03:21:41"), "pid67", None),
+     "Loading model weights took 10 GB", (None, 11, 5, "03:21:41"), "DP0/pid67", None),
     ("(EngineCore_DP0 pid=12321) INFO 02-12 19:35:05 [gpu_model_runner.py:4033] Starting to load model x...",
-     "Starting to load model x...", (None, 2, 12, "19:35:05"), None, None),
+     "Starting to load model x...", (None, 2, 12, "19:35:05"), "DP0/core", None),
     ("(Worker_TP1 pid=5) INFO 02-12 19:35:05 [default_loader.py:291] Loading weights took 2.70 seconds",
-     "Loading weights took 2.70 seconds", (None, 2, 12, "19:35:05"), "Worker_TP1", None),
+     "Loading weights took 2.70 seconds", (None, 2, 12, "19:35:05"), "DP0/Worker_TP1", None),
+    ("(Worker_DP1_TP0 pid=5) INFO 02-12 19:35:05 [default_loader.py:291] Loading weights took 2.70 seconds",
+     "Loading weights took 2.70 seconds", (None, 2, 12, "19:35:05"), "DP1/Worker_DP1_TP0", None),
+    ("(EngineCore_DP3 pid=7) INFO 02-12 19:35:05 [core.py:1] x", "x", (None, 2, 12, "19:35:05"), "DP3/core", None),
     # syslog, with grep -n in front; journalctl -o short-iso
     ("109:Feb 26 17:41:39 gpu-node-1 python3.12[409441]: (EngineCore_DP0 pid=409441) ValueError: boom",
-     "ValueError: boom", (None, 2, 26, "17:41:39"), None, "python3.12"),
+     "ValueError: boom", (None, 2, 26, "17:41:39"), "DP0/core", "python3.12"),
     ("2026-11-29T16:27:20+0000 gpu-node-1 systemd[1]: Started sglang.service.", "Started sglang.service.",
      (2026, 11, 29, "16:27:20"), None, "systemd"),
     # docker compose, a log viewer's gutter, a container runtime's timestamp before SGLang's own
