@@ -1,0 +1,191 @@
+"""HostModel: the pure fold of one host's events into a frozen :class:`~probes.state.HostState`.
+
+No I/O and no clock of its own: every event carries its source time, and :meth:`HostModel.state`
+takes ``now`` for the verdict. The watcher (``probes/watch.py``) feeds it; views render what it
+returns.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from datetime import datetime, timezone
+
+from probes.journal import Record
+from probes.reader import Reading, StartupReader
+from probes.state import (GpuReading, Health, HostState, LogEntry, PhaseSpan, ProbeFailure, ProbeOk,
+                          UnitState)
+from probes.verdict import judge
+
+#: How many log entries a host keeps for the log pane (oldest dropped first).
+LOG_KEEP = 5000
+#: GPU samples kept per GPU for the detail screen's sparklines.
+GPU_HISTORY = 120
+#: Failure kinds that mean the whole host is out of reach (not just one command).
+CONNECTION_KINDS = frozenset({"unreachable", "closed", "timeout", "auth", "host_key"})
+
+
+def _iso_to_epoch(text: str | None) -> float | None:
+    """``2025-03-08T12:29:04Z`` / ``...+02:00`` / naive (read as UTC) → epoch seconds, or None."""
+    if not text or text.startswith("--"):
+        return None
+    try:
+        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.timestamp()
+
+
+class HostModel:
+    """One host's state, folded from events.
+
+    Args:
+        host: the host's configured name. unit: the systemd unit watched.
+        engine: force an engine id (``sglang``, ``vllm``, ...); None detects it from the log.
+        log_keep: log entries kept (oldest dropped first).
+
+    Events accepted by :meth:`apply`: a journal :class:`~probes.journal.Record`, a
+    :class:`~probes.state.UnitState`, a :class:`~probes.state.GpuReading`, a
+    :class:`~probes.state.Health`, a :class:`~probes.state.ProbeFailure`, a
+    :class:`~probes.state.ProbeOk`; anything else raises ``TypeError``.
+    """
+
+    def __init__(self, host: str, unit: str, engine: str | None = None, log_keep: int = LOG_KEEP) -> None:
+        self.host = host
+        self.unit = unit
+        self.reader = StartupReader(engine)
+        self.log: deque[LogEntry] = deque(maxlen=log_keep)
+        self.seq = 0
+        self.version = 0
+        self._unit: UnitState | None = None
+        self._health: Health | None = None
+        self._gpus: GpuReading | None = None
+        self._gpu_hist: dict[int, deque[tuple[float | None, int | None]]] = {}
+        self._failures: dict[str, ProbeFailure] = {}
+        self._last_log_at: float | None = None
+        self._newest: float | None = None
+        self._reading: Reading | None = None
+        self._cached: tuple[int, HostState] | None = None
+
+    # --- events -------------------------------------------------------------------------------
+
+    def apply(self, event: object) -> None:
+        """Fold one event in (see the class docstring for the kinds)."""
+        self.version += 1
+        if isinstance(event, Record):
+            self._record(event)
+        elif isinstance(event, UnitState):
+            self._unit = event
+            self._seen(event.time)
+        elif isinstance(event, GpuReading):
+            self._gpus = event
+            for g in event.gpus:
+                hist = self._gpu_hist.get(g.index)
+                if hist is None:
+                    hist = self._gpu_hist[g.index] = deque(maxlen=GPU_HISTORY)
+                hist.append((g.mem_fraction, g.util_pct))
+            self._seen(event.time)
+        elif isinstance(event, Health):
+            self._health = event
+            self._seen(event.time)
+        elif isinstance(event, ProbeFailure):
+            if event.probe not in self._failures:
+                self._failures[event.probe] = event
+        elif isinstance(event, ProbeOk):
+            self._failures.pop(event.probe, None)
+        else:
+            raise TypeError(f"not an event: {type(event).__name__}")
+
+    def apply_all(self, events: Iterable[object]) -> None:
+        """Fold several events in, in order."""
+        for e in events:
+            self.apply(e)
+
+    def bad_record(self, raw: bytes | str, time: float | None) -> None:
+        """A journal line that is not a record: counted, and kept visibly in the log (never lost)."""
+        self.version += 1
+        self.seq += 1
+        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+        self.reader.note_bad_line(self.seq)
+        self.log.append(LogEntry(self.seq, time, f"[unreadable journal record] {text[:500]}"))
+
+    def _seen(self, t: float) -> None:
+        if self._newest is None or t > self._newest:
+            self._newest = t
+
+    def _record(self, rec: Record) -> None:
+        self.seq += 1
+        t = rec.realtime_us / 1e6 if rec.realtime_us is not None else None
+        self.log.append(LogEntry(self.seq, t, rec.text, rec.systemd, rec.cursor))
+        if t is not None:
+            self._last_log_at = t
+            self._seen(t)
+        stamp = rec.stamp
+        for text in rec.texts:
+            self.reader.feed(text, self.seq, stamp=stamp, ident=rec.ident, systemd=rec.systemd,
+                             invocation=rec.invocation)
+
+    # --- reading --------------------------------------------------------------------------------
+
+    def entries_after(self, seq: int) -> list[LogEntry]:
+        """Log entries with ``seq`` greater than the one given, oldest first (those still kept)."""
+        log = self.log
+        if not log or log[-1].seq <= seq:
+            return []
+        first = log[0].seq
+        start = max(0, seq - first + 1)
+        return [log[i] for i in range(start, len(log))]
+
+    def state(self, now: float) -> HostState:
+        """The current snapshot, with its verdict judged at ``now`` (epoch seconds)."""
+        cached = self._cached
+        if cached is None or cached[0] != self.version:
+            cached = self._cached = (self.version, self._build())
+        base = cached[1]
+        return judge(base, now)
+
+    def _build(self) -> HostState:
+        r = self.reader.reading()
+        spans = []
+        marks = r.phases
+        for i, m in enumerate(marks):
+            began = _iso_to_epoch(m.time)
+            dur = m.duration_s if i < len(marks) - 1 else None
+            spans.append(PhaseSpan(m.phase, began, dur, m.text))
+        unit = self._unit
+        start_began = spans[0].began if spans else None
+        if unit is not None and unit.started_at is not None and unit.running:
+            if start_began is None or unit.started_at > start_began:
+                start_began = unit.started_at
+        phase_began = None
+        for s in spans:
+            if s.phase == r.phase:
+                phase_began = s.began
+        counter = unit.n_restarts if unit is not None and unit.n_restarts is not None else r.restart_counter
+        stale = None
+        conn = [f.time for f in self._failures.values() if f.kind in CONNECTION_KINDS]
+        if conn:
+            stale = min(conn)
+        state = "waiting" if self.seq == 0 and r.starts == 0 else r.state
+        hist = tuple(tuple(self._gpu_hist[i]) for i in sorted(self._gpu_hist))
+        return HostState(
+            host=self.host, unit=self.unit, engine=r.engine, state=state, phase=r.phase,
+            phases=tuple(spans), progress=r.progress, start_began=start_began, phase_began=phase_began,
+            readiness=_readiness(unit, self._health), health=self._health, unit_state=unit,
+            restart_counter=counter, restart_loop=r.restart_loop, starts=r.starts, error=r.error,
+            cause=r.cause, hint=r.hint, gpus=self._gpus, gpu_history=hist, last_line=r.last_line,
+            last_log_at=self._last_log_at, log_count=self.seq,
+            failures=tuple(self._failures[k] for k in sorted(self._failures)), stale_since=stale,
+            updated=self._newest,
+        )
+
+
+def _readiness(unit: UnitState | None, health: Health | None) -> str:
+    """The readiness rung from the unit's state and the last health probe (DESIGN.md ladder)."""
+    if unit is not None and not unit.running:
+        return "inactive"
+    if health is not None:
+        return health.rung
+    return "unknown"

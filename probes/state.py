@@ -1,0 +1,254 @@
+"""The data that flows from probes to views: events in, one frozen :class:`HostState` out.
+
+Everything here is a frozen dataclass. A field a source cannot give is ``None``, never ``0``
+("not available" is explicit). Times are seconds since the Unix epoch taken at the source (the
+journal's ``__REALTIME_TIMESTAMP``, the sample's time), so a replay and a live run compute the
+same durations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from probes.reader import ErrorLine, Progress
+
+#: Readiness ladder, lowest first (see DESIGN.md). ``unknown`` is "no health data yet".
+RUNGS = ("inactive", "port_closed", "http_unhealthy", "healthy", "serving")
+
+#: Verdict levels, least severe first.
+LEVELS = ("ok", "info", "warning", "error")
+
+
+# --- events: what probes emit -------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    """One journal entry of the unit, as the log pane shows it.
+
+    Attributes:
+        seq: 1-based position in this host's stream (also the reader's line number, so a
+            decisive error's ``line`` is the ``seq`` of its entry).
+        time: the entry's time (epoch seconds), or None when unknown.
+        text: the message as the host wrote it: may hold ANSI colours, ``\\r`` frames and any
+            character; views must render it as plain text (never markup).
+        systemd: written by systemd about the unit (PID 1), not by the server.
+        cursor: the journal cursor of the entry, or None.
+    """
+
+    seq: int
+    time: float | None
+    text: str
+    systemd: bool = False
+    cursor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSample:
+    """One GPU at one moment. Format of ``nvidia-smi --query-gpu=index,uuid,name,memory.used,
+    memory.total,utilization.gpu,temperature.gpu,power.draw,power.limit --format=csv,noheader,
+    nounits`` (or the same values from NVML).
+
+    Attributes:
+        index: the GPU's index (may change across boots; ``uuid`` is the key).
+        uuid: ``GPU-xxxxxxxx-...``.
+        name: product name, e.g. ``NVIDIA H100 80GB HBM3``.
+        mem_used_mib, mem_total_mib: memory in MiB, None when not available (``[N/A]``).
+        util_pct: kernel-busy percent 0-100, None when not available (MIG).
+        temp_c: degrees Celsius or None. power_w, power_limit_w: watts or None.
+        note: a per-GPU problem as nvidia-smi wrote it (``[GPU requires reset]``), or None.
+    """
+
+    index: int
+    uuid: str
+    name: str
+    mem_used_mib: int | None
+    mem_total_mib: int | None
+    util_pct: int | None
+    temp_c: int | None = None
+    power_w: float | None = None
+    power_limit_w: float | None = None
+    note: str | None = None
+
+    @property
+    def mem_fraction(self) -> float | None:
+        """Used / total in [0, 1], or None when either is unknown."""
+        if self.mem_used_mib is None or not self.mem_total_mib:
+            return None
+        return min(1.0, self.mem_used_mib / self.mem_total_mib)
+
+
+@dataclass(frozen=True, slots=True)
+class GpuReading:
+    """One sample of every GPU on a host (``gpus`` in index order), taken at ``time``."""
+
+    time: float
+    gpus: tuple[GpuSample, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class UnitState:
+    """The unit as ``systemctl show`` reports it (format of systemd 252; see FORMATS.md 2.6).
+
+    Attributes:
+        time: when it was read (epoch seconds).
+        unit: ``Id``, e.g. ``sglang.service``.
+        load_state: ``loaded``, ``not-found``, ``masked``, ...
+        active_state: ``active``, ``activating``, ``inactive``, ``failed``, ``deactivating``, ...
+        sub_state: ``running``, ``auto-restart``, ``dead``, ``failed``, ...
+        result: ``success``, ``exit-code``, ``signal``, ``oom-kill``, ``start-limit-hit``, ...
+        n_restarts: ``NRestarts`` (automatic restarts since the last explicit start), or None.
+        main_pid: ``MainPID``, None when 0.
+        started_at: ``ExecMainStartTimestamp`` as epoch seconds, None when empty.
+        active_since: ``ActiveEnterTimestamp`` as epoch seconds, None when empty.
+        memory_bytes: ``MemoryCurrent`` in bytes, None for ``[not set]``.
+        exec_main_code, exec_main_status: how the main process last ended (1 exited, 2 killed,
+            3 dumped; the status is an exit code or a signal number), None when unknown.
+    """
+
+    time: float
+    unit: str
+    load_state: str
+    active_state: str
+    sub_state: str
+    result: str = ""
+    n_restarts: int | None = None
+    main_pid: int | None = None
+    started_at: float | None = None
+    active_since: float | None = None
+    memory_bytes: int | None = None
+    exec_main_code: int | None = None
+    exec_main_status: int | None = None
+
+    @property
+    def running(self) -> bool:
+        """The unit has a process that may serve (``active`` or ``activating``, not auto-restart)."""
+        return self.active_state in ("active", "activating", "reloading") and self.sub_state != "auto-restart"
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    """One HTTP probe of the server.
+
+    Attributes:
+        time: when it was taken (epoch seconds).
+        rung: ``port_closed``, ``http_unhealthy``, ``healthy`` or ``serving`` (see :data:`RUNGS`).
+        status: the HTTP status of ``/health``, or None when nothing answered.
+        detail: one line for an operator: ``connection refused``, ``HTTP 503``, ``200 in 12 ms``.
+        latency_s: seconds the health request took, or None.
+    """
+
+    time: float
+    rung: str
+    status: int | None = None
+    detail: str = ""
+    latency_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeFailure:
+    """A probe could not get its data. ``probe`` is ``journal``, ``unit``, ``gpu`` or ``health``;
+    ``kind`` is a :class:`probes.runner.ProbeError` kind; ``message`` is host text (plain)."""
+
+    time: float
+    probe: str
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeOk:
+    """A probe that had failed delivers again."""
+
+    time: float
+    probe: str
+
+
+# --- the snapshot: what views render --------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One sentence that says what is wrong (or that all is well), with a level from :data:`LEVELS`."""
+
+    level: str
+    sentence: str
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseSpan:
+    """A phase of the current start: when it began (epoch seconds or None) and how long it lasted
+    (``duration_s`` None while it is the current phase or when a time is missing)."""
+
+    phase: str
+    began: float | None
+    duration_s: float | None
+    text: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class HostState:
+    """Everything known about one host, frozen. Views render it; they never change it.
+
+    Attributes:
+        host: the host's name as configured. unit: the systemd unit watched.
+        engine: engine id or ``unknown``.
+        state: the start's state: ``waiting`` (no line yet), ``loading``, ``ready``, ``failed``,
+            ``stopped``.
+        phase: the current phase id (see DESIGN.md), or the phase a failed start died in.
+        phases: the current start's phases in order, with begin times and durations.
+        progress: the current bar (``done``/``total``), or None.
+        start_began: when the current start began (epoch seconds), or None.
+        phase_began: when the current phase began (epoch seconds), or None.
+        readiness: a rung of :data:`RUNGS`, or ``unknown`` before any data.
+        health: the last HTTP probe, or None.
+        unit_state: the last ``systemctl show``, or None.
+        restart_counter: ``NRestarts`` or the journal's ``restart counter is at N``, or None.
+        restart_loop: two or more starts failed with no ready between them.
+        starts: starts seen in the journal.
+        error: the decisive error line (its ``line`` is a :attr:`LogEntry.seq`), or None.
+        cause: the failed start's cause id, or None. hint: one line to act on, or "".
+        gpus: the last GPU sample, or None before any.
+        gpu_history: per GPU (index order), recent samples as ``(mem_fraction, util_pct)`` pairs,
+            oldest first; either value may be None.
+        last_line: the last meaningful line the server wrote (host text), or "".
+        last_log_at: when the last log entry arrived (epoch seconds), or None.
+        log_count: log entries received so far (the newest entry's ``seq``).
+        failures: probes currently failing, as ``{probe: ProbeFailure}`` sorted by probe.
+        stale_since: when the host stopped answering (all its data is old), or None.
+        verdict: what is wrong, in one sentence, or None when nothing is.
+        updated: the time of the newest data in this snapshot.
+    """
+
+    host: str
+    unit: str
+    engine: str = "unknown"
+    state: str = "waiting"
+    phase: str = "starting"
+    phases: tuple[PhaseSpan, ...] = ()
+    progress: Progress | None = None
+    start_began: float | None = None
+    phase_began: float | None = None
+    readiness: str = "unknown"
+    health: Health | None = None
+    unit_state: UnitState | None = None
+    restart_counter: int | None = None
+    restart_loop: bool = False
+    starts: int = 0
+    error: ErrorLine | None = None
+    cause: str | None = None
+    hint: str = ""
+    gpus: GpuReading | None = None
+    gpu_history: tuple[tuple[tuple[float | None, int | None], ...], ...] = ()
+    last_line: str = ""
+    last_log_at: float | None = None
+    log_count: int = 0
+    failures: tuple[ProbeFailure, ...] = field(default=())
+    stale_since: float | None = None
+    verdict: Verdict | None = None
+    updated: float | None = None
+
+    def failure(self, probe: str) -> ProbeFailure | None:
+        """The current failure of ``probe`` (``journal``, ``unit``, ``gpu``, ``health``), or None."""
+        for f in self.failures:
+            if f.probe == probe:
+                return f
+        return None

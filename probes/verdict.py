@@ -1,0 +1,107 @@
+"""Verdicts: pure rules over a :class:`~probes.state.HostState` and the clock → one sentence.
+
+The first rule that matches wins; rules are ordered by what an operator must know first
+(no data, no unit, a loop, a failure, a stall, a lie). ``judge`` returns the state with its
+``verdict`` set (None when nothing is wrong).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time as _time
+
+from probes.engines.base import PHASES
+from probes.state import HostState, Verdict
+
+#: Shown labels of the phase ids.
+PHASE_LABELS = {"starting": "Starting", "download": "Download", "weights": "Weight load",
+                "init": "Init", "graph_capture": "CUDA graph capture", "warmup": "Warm-up",
+                "ready": "Ready"}
+
+#: Cause ids in words, for sentences.
+CAUSE_WORDS = {
+    "cuda_oom": "CUDA out of memory", "host_oom_killed": "host out of memory (OOM killer)",
+    "nccl": "NCCL failure", "port_in_use": "port already in use",
+    "missing_python_h": "missing Python headers for a JIT build", "shared_library": "missing shared library",
+    "model_not_found": "model not found", "hub_download": "Hub download failed",
+    "tokenizer": "tokenizer failed", "unsupported_model": "unsupported model",
+    "insufficient_free_memory": "GPU memory held by another process", "exit_code": "exit with error status",
+    "signal": "killed by a signal", "core_dump": "native crash (core dump)",
+    "start_limit": "start limit hit", "engine_died": "engine process died", "unknown": "an error",
+}
+
+#: Seconds without a new log line after which a loading start counts as stalled, per phase.
+#: Weight loading and downloads print bars often; graph capture prints a bar per batch; init can
+#: be a long silent JIT build.
+STALL_AFTER_S = {"starting": 300.0, "download": 300.0, "weights": 300.0, "init": 600.0,
+                 "graph_capture": 180.0, "warmup": 300.0}
+
+
+def fmt_span(seconds: float) -> str:
+    """``75`` → ``1m15s``; ``3725`` → ``1h02m``; under a minute ``42s``."""
+    s = int(max(0, seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+
+
+def _clock(t: float) -> str:
+    return _time.strftime("%H:%M:%S", _time.gmtime(t))
+
+
+def cause_words(cause: str | None) -> str:
+    """A cause id in words (``cuda_oom`` → ``CUDA out of memory``)."""
+    if cause is None:
+        return "an unknown cause"
+    return CAUSE_WORDS.get(cause, cause.replace("_", " "))
+
+
+def verdict_for(s: HostState, now: float) -> Verdict | None:
+    """The verdict for ``s`` at ``now`` (epoch seconds), or None when nothing is wrong."""
+    if s.stale_since is not None:
+        f = next((f for f in s.failures if f.kind != "command"), None)
+        why = f" ({f.message})" if f is not None and f.message else ""
+        return Verdict("warning", f"No data since {_clock(s.stale_since)}{why}; showing the last known state.")
+    u = s.unit_state
+    if u is not None and u.load_state == "not-found":
+        return Verdict("error", f"Unit {s.unit} does not exist on this host.")
+    cause = s.cause or (s.error.cause if s.error is not None else None)
+    gave_up = u is not None and u.active_state == "failed"
+    if s.restart_loop:
+        n = f"; restart counter at {s.restart_counter}" if s.restart_counter is not None else ""
+        end = "; systemd gave up" if gave_up else ""
+        return Verdict("error", f"Restart loop: {s.starts} starts failed, the last with "
+                                f"{cause_words(cause)}{n}{end}.")
+    if s.state == "failed":
+        where = PHASE_LABELS.get(s.phase, s.phase)
+        return Verdict("error", f"Start failed in {where}: {cause_words(cause)}.")
+    if s.state == "loading" and s.last_log_at is not None:
+        quiet = now - s.last_log_at
+        limit = STALL_AFTER_S.get(s.phase)
+        if limit is not None and quiet >= limit:
+            where = PHASE_LABELS.get(s.phase, s.phase)
+            prog = ""
+            if s.progress is not None and s.progress.phase == s.phase:
+                prog = f" at {s.progress.done:g}/{s.progress.total:g}"
+            return Verdict("warning", f"No log line for {fmt_span(quiet)} in {where}{prog}: "
+                                      f"the start looks hung.")
+    if s.state == "ready" and s.readiness in ("port_closed", "http_unhealthy", "inactive"):
+        h = s.health.detail if s.health is not None and s.readiness != "inactive" else s.readiness
+        return Verdict("warning", f"The log says ready but the server is not healthy ({h}).")
+    if u is not None and u.active_state == "failed" and s.state not in ("failed",):
+        return Verdict("error", f"Unit {s.unit} is failed (result {u.result or 'unknown'}).")
+    return None
+
+
+def judge(s: HostState, now: float) -> HostState:
+    """``s`` with its ``verdict`` set for ``now`` (the same object when the verdict is unchanged)."""
+    v = verdict_for(s, now)
+    if v == s.verdict:
+        return s
+    return dataclasses.replace(s, verdict=v)
+
+
+__all__ = ["PHASES", "PHASE_LABELS", "CAUSE_WORDS", "STALL_AFTER_S", "fmt_span", "cause_words",
+           "verdict_for", "judge"]

@@ -1,0 +1,159 @@
+"""HostModel and verdicts over real journal output, real-shaped unit/GPU/health events, and a clock."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from conftest import JOURNAL
+from probes.journal import parse_record
+from probes.model import HostModel
+from probes.reader import ErrorLine, Progress
+from probes.state import GpuReading, GpuSample, Health, HostState, ProbeFailure, ProbeOk, UnitState
+from probes.verdict import STALL_AFTER_S, fmt_span, verdict_for
+
+
+def _fold(name: str, unit: str) -> HostModel:
+    m = HostModel("gpu-node-1", unit)
+    for raw in (JOURNAL / name).read_bytes().splitlines():
+        m.apply(parse_record(raw))
+    return m
+
+
+def test_sglang_journal_folds_to_ready_with_phase_times():
+    m = _fold("sglang-startup.jsonl", "sglang.service")
+    s = m.state(now=1741437200.0)
+    assert s.state == "ready" and s.phase == "ready" and s.engine == "sglang"
+    assert [p.phase for p in s.phases] == ["starting", "weights", "init", "graph_capture", "warmup", "ready"]
+    # Every phase began at its journal entry's realtime stamp (second resolution, UTC).
+    assert all(p.began is not None for p in s.phases)
+    assert [p.began for p in s.phases] == sorted(p.began for p in s.phases)
+    assert s.phases[-1].duration_s is None and s.phases[0].duration_s is not None
+    assert s.log_count == 34 and len(m.log) == 34
+    assert s.verdict is None
+    # The log keeps host text as written (the injected markup record is a plain string).
+    assert any("[bold]x[/]" in e.text for e in m.log)
+    assert s.last_log_at == pytest.approx(int(
+        [ln for ln in (JOURNAL / "sglang-startup.jsonl").read_text().splitlines()][-1]
+        .split('"__REALTIME_TIMESTAMP":"')[1].split('"')[0]) / 1e6)
+
+
+def test_vllm_restart_loop_gives_error_verdict_with_cause_and_counter():
+    m = _fold("vllm-restart-loop.jsonl", "vllm.service")
+    s = m.state(now=1730800000.0)
+    assert s.state == "failed" and s.restart_loop and s.cause == "cuda_oom"
+    assert s.restart_counter == 3 and s.starts == 3
+    assert s.verdict is not None and s.verdict.level == "error"
+    assert s.verdict.sentence.startswith("Restart loop: 3 starts failed, the last with CUDA out of memory")
+    # The decisive line is an entry of the log: its line number is that entry's seq.
+    assert s.error is not None
+    entry = next(e for e in m.log if e.seq == s.error.line)
+    assert "CUDA out of memory" in entry.text
+
+
+def test_entries_after_is_by_sequence_and_survives_the_cap():
+    m = HostModel("h", "u.service", log_keep=10)
+    for raw in (JOURNAL / "sglang-startup.jsonl").read_bytes().splitlines():
+        m.apply(parse_record(raw))
+    assert [e.seq for e in m.entries_after(30)] == [31, 32, 33, 34]
+    assert [e.seq for e in m.entries_after(0)] == list(range(25, 35))  # oldest dropped, never re-sent
+    assert m.entries_after(34) == []
+
+
+def test_bad_record_is_kept_visibly_and_counted():
+    m = HostModel("h", "u.service")
+    m.bad_record(b'{"MESSAGE": "trunc', 5.0)
+    s = m.state(10.0)
+    assert s.log_count == 1 and m.log[0].text.startswith("[unreadable journal record] {")
+
+
+def _unit(active="active", sub="running", **kw) -> UnitState:
+    return UnitState(time=100.0, unit="sglang.service", load_state=kw.pop("load", "loaded"),
+                     active_state=active, sub_state=sub, **kw)
+
+
+@pytest.mark.parametrize("active,sub,health,rung", [
+    ("inactive", "dead", None, "inactive"),
+    ("activating", "auto-restart", Health(1.0, "healthy", 200), "inactive"),
+    ("failed", "failed", None, "inactive"),
+    ("active", "running", None, "unknown"),
+    ("active", "running", Health(1.0, "port_closed", None, "connection refused"), "port_closed"),
+    ("active", "running", Health(1.0, "http_unhealthy", 503, "HTTP 503"), "http_unhealthy"),
+    ("active", "running", Health(1.0, "serving", 200), "serving"),
+])
+def test_readiness_rung(active, sub, health, rung):
+    m = HostModel("h", "sglang.service")
+    m.apply(_unit(active, sub))
+    if health is not None:
+        m.apply(health)
+    assert m.state(200.0).readiness == rung
+
+
+def test_gpu_history_and_none_is_kept_as_none():
+    m = HostModel("h", "u.service")
+    for t, used in ((1.0, 500), (2.0, None), (3.0, 40000)):
+        m.apply(GpuReading(t, (GpuSample(0, "GPU-0", "NVIDIA H100 80GB HBM3", used, 81559, None),)))
+    s = m.state(4.0)
+    assert s.gpus is not None and s.gpus.gpus[0].mem_used_mib == 40000
+    assert [u for _, u in s.gpu_history[0]] == [None, None, None]
+    assert s.gpu_history[0][1][0] is None and s.gpu_history[0][2][0] == pytest.approx(40000 / 81559)
+
+
+def test_connection_failure_makes_the_host_stale_and_keeps_its_state():
+    m = _fold("sglang-startup.jsonl", "sglang.service")
+    m.apply(Health(1741437000.0, "serving", 200))
+    m.apply(ProbeFailure(1741437100.0, "journal", "closed", "connection lost"))
+    m.apply(ProbeFailure(1741437105.0, "unit", "unreachable", "no route to host"))
+    s = m.state(1741437200.0)
+    assert s.stale_since == 1741437100.0
+    assert s.state == "ready" and s.readiness == "serving"  # last known, not zeros
+    assert s.verdict is not None and s.verdict.level == "warning"
+    assert "No data since" in s.verdict.sentence and "connection lost" in s.verdict.sentence
+    m.apply(ProbeOk(1741437300.0, "journal"))
+    m.apply(ProbeOk(1741437300.0, "unit"))
+    assert m.state(1741437300.0).stale_since is None
+
+
+def test_command_failure_degrades_only_its_cell():
+    m = HostModel("h", "u.service")
+    m.apply(ProbeFailure(5.0, "gpu", "command", "NVIDIA driver not loaded"))
+    s = m.state(6.0)
+    assert s.stale_since is None and s.failure("gpu").message == "NVIDIA driver not loaded"
+
+
+def _loading(**kw) -> HostState:
+    base = dict(host="h", unit="sglang.service", engine="sglang", state="loading", phase="graph_capture",
+                progress=Progress("graph_capture", 0, 34), last_log_at=1000.0)
+    base.update(kw)
+    return HostState(**base)
+
+
+def test_stall_verdict_needs_the_clock_not_sleep():
+    s = _loading()
+    limit = STALL_AFTER_S["graph_capture"]
+    assert verdict_for(s, 1000.0 + limit - 1) is None
+    v = verdict_for(s, 1000.0 + limit + 12)
+    assert v is not None and v.level == "warning"
+    assert v.sentence == f"No log line for {fmt_span(limit + 12)} in CUDA graph capture at 0/34: the start looks hung."
+
+
+def test_failed_verdict_names_phase_and_cause():
+    s = _loading(state="failed", phase="weights", cause="cuda_oom",
+                 error=ErrorLine(7, "torch.OutOfMemoryError: CUDA out of memory.", "cuda_oom", ""))
+    assert verdict_for(s, 0.0).sentence == "Start failed in Weight load: CUDA out of memory."
+
+
+def test_ready_but_unhealthy_is_a_warning():
+    s = _loading(state="ready", phase="ready", readiness="http_unhealthy",
+                 health=Health(5.0, "http_unhealthy", 503, "HTTP 503"))
+    assert verdict_for(s, 0.0).sentence == "The log says ready but the server is not healthy (HTTP 503)."
+
+
+def test_unit_not_found_is_said():
+    s = dataclasses.replace(_loading(), unit_state=_unit("inactive", "dead", load="not-found"))
+    assert verdict_for(s, 0.0).sentence == "Unit sglang.service does not exist on this host."
+
+
+def test_fmt_span():
+    assert [fmt_span(x) for x in (0, 42, 75, 3725)] == ["0s", "42s", "1m15s", "1h02m"]
