@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import httpx
+if TYPE_CHECKING:  # httpx imports rich when it is installed: probes must not load it at import
+    import httpx
 
 #: The kinds of :class:`ProbeError`, with the words the UI shows for each.
 ERROR_KINDS = {
