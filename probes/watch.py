@@ -1,0 +1,291 @@
+"""HostWatcher: runs one host's probes concurrently, feeds its model, and says when it changed.
+
+One long-lived task per probe, each a loop that never overlaps itself:
+
+* journal: ``journalctl -u UNIT -o json -a -f`` streamed; after a drop it resumes with
+  ``--after-cursor`` (the last cursor delivered), so no entry is lost or shown twice;
+* unit: ``systemctl show`` polled every ``unit_interval_s``;
+* gpu: ``nvidia-smi --query-gpu ... -lms`` streamed (one row per GPU per interval);
+* health: ``GET /health`` through the runner's port forward every ``health_interval_s``, plus a
+  one-token generation now and then once healthy (the ``serving`` rung).
+
+A failing probe degrades its own cell (a :class:`~probes.state.ProbeFailure` in the model) and
+retries with backoff; it never stops the others. The watcher does not push snapshots: it calls
+``on_change(watcher)`` (cheap, possibly many times a second) and consumers pull :meth:`state`
+and :meth:`entries_after` at their own rate, which is how the dashboard coalesces per host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from probes import gpu as gpu_probe
+from probes import health as health_probe
+from probes import unit as unit_probe
+from probes.clock import Clock
+from probes.journal import RecordError, parse_record
+from probes.model import HostModel
+from probes.runner import ProbeError, Runner
+from probes.state import GpuReading, GpuSample, HostState, LogEntry, ProbeFailure, ProbeOk
+
+if TYPE_CHECKING:  # httpx loads rich at import when rich is installed; probes import it lazily
+    import httpx
+
+#: Default HTTP port per engine (the servers' own defaults).
+DEFAULT_PORTS = {"sglang": 30000, "vllm": 8000, "tgi": 80, "llamacpp": 8080, "trtllm": 8000, "ollama": 11434}
+
+
+@dataclass(frozen=True, slots=True)
+class HostSpec:
+    """What to watch on one host.
+
+    Attributes:
+        name: the host's name as shown (and, for SSH, connected to).
+        unit: the systemd unit of the server, e.g. ``sglang.service``.
+        port: the server's HTTP port on the host.
+        engine: force the engine id; None detects it from the log.
+        backlog: journal entries read on first connect (``-n``); the current start should fit.
+    """
+
+    name: str
+    unit: str
+    port: int = 8000
+    engine: str | None = None
+    backlog: int = 5000
+
+
+def journal_argv(unit: str, cursor: str | None, backlog: int) -> list[str]:
+    """``journalctl`` follow command for ``unit``: resume after ``cursor`` or start ``backlog`` back."""
+    argv = ["journalctl", "-u", unit, "-o", "json", "-a", "-f", "--no-pager"]
+    if cursor:
+        argv += ["--after-cursor", cursor]
+    else:
+        argv += ["-n", str(backlog)]
+    return argv
+
+
+class HostWatcher:
+    """Watches one host: probes → :class:`~probes.model.HostModel` → ``on_change``.
+
+    Args:
+        spec: what to watch. runner: how to reach the host. clock: the injected clock (polls wait
+            on it; events keep their source time).
+        on_change: called (synchronously, must be cheap) after the model changed.
+        unit_interval_s, health_interval_s, gpu_interval_s: poll periods in clock seconds.
+        serving_every_s: how often a healthy server is asked for a one-token generation.
+        retry_s: first retry delay after a probe failed (doubles up to ``retry_max_s``).
+    """
+
+    def __init__(self, spec: HostSpec, runner: Runner, clock: Clock,
+                 on_change: Callable[[HostWatcher], None] | None = None, *,
+                 unit_interval_s: float = 2.0, health_interval_s: float = 2.0,
+                 gpu_interval_s: float = 1.0, serving_every_s: float = 30.0,
+                 retry_s: float = 2.0, retry_max_s: float = 30.0) -> None:
+        self.spec = spec
+        self.runner = runner
+        self.clock = clock
+        self.on_change = on_change
+        self.model = HostModel(spec.name, spec.unit, spec.engine)
+        self.cursor: str | None = None
+        self.unit_interval_s = unit_interval_s
+        self.health_interval_s = health_interval_s
+        self.gpu_interval_s = gpu_interval_s
+        self.serving_every_s = serving_every_s
+        self.retry_s = retry_s
+        self.retry_max_s = retry_max_s
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def name(self) -> str:
+        """The host's name."""
+        return self.spec.name
+
+    # --- consumers -------------------------------------------------------------------------------
+
+    def state(self) -> HostState:
+        """The current snapshot, judged at the clock's now."""
+        return self.model.state(self.clock.now())
+
+    def entries_after(self, seq: int) -> list[LogEntry]:
+        """Log entries newer than ``seq`` (still kept), oldest first."""
+        return self.model.entries_after(seq)
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the probe tasks on the running loop."""
+        if self._tasks:
+            return
+        for name, coro in (("journal", self._journal()), ("unit", self._unit()),
+                           ("gpu", self._gpu()), ("health", self._health())):
+            self._tasks.append(asyncio.create_task(coro, name=f"{self.spec.name}:{name}"))
+
+    async def stop(self) -> None:
+        """Cancel the probes and close the runner (which ends every remote process it started)."""
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            try:
+                await t
+            except (asyncio.CancelledError, Exception):
+                pass
+        self._tasks.clear()
+        try:
+            await self.runner.close()
+        except Exception:
+            pass
+
+    async def run(self) -> None:
+        """Start the probes and wait until cancelled (then stop them)."""
+        self.start()
+        try:
+            await asyncio.gather(*self._tasks)
+        finally:
+            await self.stop()
+
+    # --- plumbing --------------------------------------------------------------------------------
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change(self)
+
+    def _apply(self, event: object) -> None:
+        self.model.apply(event)
+        self._changed()
+
+    def _fail(self, probe: str, kind: str, message: str) -> None:
+        self._apply(ProbeFailure(self.clock.now(), probe, kind, message))
+
+    def _ok(self, probe: str) -> None:
+        if self.model.state(self.clock.now()).failure(probe) is not None:
+            self._apply(ProbeOk(self.clock.now(), probe))
+
+    async def _retry(self, delay: float) -> float:
+        await self.clock.sleep(delay)
+        return min(delay * 2, self.retry_max_s)
+
+    # --- probes ------------------------------------------------------------------------------------
+
+    async def _journal(self) -> None:
+        delay = self.retry_s
+        while True:
+            argv = journal_argv(self.spec.unit, self.cursor, self.spec.backlog)
+            try:
+                async for raw in self.runner.stream(argv):
+                    if not raw.strip() or raw.startswith(b"-- "):
+                        continue
+                    try:
+                        rec = parse_record(raw)
+                    except RecordError:
+                        self.model.bad_record(raw, self.clock.now())
+                        self._changed()
+                        continue
+                    if rec.cursor:
+                        self.cursor = rec.cursor
+                    self.model.apply(rec)
+                    self._ok("journal")
+                    self._changed()
+                    delay = self.retry_s
+                self._fail("journal", "closed", "journalctl ended")
+            except ProbeError as exc:
+                self._fail("journal", exc.kind, exc.message)
+            delay = await self._retry(delay)
+
+    async def _unit(self) -> None:
+        delay = self.retry_s
+        argv = unit_probe.show_argv(self.spec.unit)
+        while True:
+            try:
+                done = await self.runner.run(argv, timeout=30.0)
+                text = done.stdout.decode("utf-8", "replace")
+                us = unit_probe.parse_show(text, self.clock.now())
+            except ProbeError as exc:
+                self._fail("unit", exc.kind, exc.message)
+                delay = await self._retry(delay)
+                continue
+            except ValueError as exc:
+                self._fail("unit", "command", str(exc))
+                delay = await self._retry(delay)
+                continue
+            self._ok("unit")
+            self._apply(us)
+            delay = self.retry_s
+            await self.clock.sleep(self.unit_interval_s)
+
+    async def _gpu(self) -> None:
+        delay = self.retry_s
+        argv = gpu_probe.query_argv(loop_ms=int(self.gpu_interval_s * 1000))
+        while True:
+            batch: list[GpuSample] = []
+            junk: list[str] = []
+            try:
+                async for raw in self.runner.stream(argv):
+                    line = raw.decode("utf-8", "replace").strip()
+                    if not line:
+                        continue
+                    try:
+                        g = gpu_probe.parse_query_line(line)
+                    except ValueError:
+                        junk.append(line)  # Xid notes between samples, or an error message
+                        continue
+                    if batch and g.index <= batch[-1].index:
+                        self._gpu_reading(batch)
+                        batch = []
+                    batch.append(g)
+                    if self._gpu_count and len(batch) == self._gpu_count:
+                        self._gpu_reading(batch)
+                        batch = []
+                if batch:
+                    self._gpu_reading(batch)
+                msg = gpu_probe.classify_error("\n".join(junk[-5:]), 1) if junk else "nvidia-smi ended"
+                self._fail("gpu", "command", msg)
+            except ProbeError as exc:
+                self._fail("gpu", exc.kind, exc.message)
+            delay = await self._retry(delay)
+
+    _gpu_count = 0
+
+    def _gpu_reading(self, batch: list[GpuSample]) -> None:
+        self._gpu_count = max(self._gpu_count, len(batch))
+        self._ok("gpu")
+        self._apply(GpuReading(self.clock.now(), tuple(batch)))
+
+    async def _health(self) -> None:
+        import httpx
+
+        delay = self.retry_s
+        client: httpx.AsyncClient | None = None
+        last_serving_check: float | None = None
+        try:
+            while True:
+                try:
+                    if client is None:
+                        port = await self.runner.forward(self.spec.port)
+                        client = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}",
+                                                   transport=self.runner.http_transport())
+                except ProbeError as exc:
+                    self._fail("health", exc.kind, exc.message)
+                    delay = await self._retry(delay)
+                    continue
+                now = self.clock.now()
+                healthy_before = self.model._health is not None and self.model._health.rung in ("healthy", "serving")
+                check = healthy_before and (last_serving_check is None
+                                            or now - last_serving_check >= self.serving_every_s)
+                h = await health_probe.probe_health(client, now, serving_check=check)
+                if check:
+                    last_serving_check = now
+                if h.rung not in ("healthy", "serving"):
+                    last_serving_check = None
+                elif not check and self.model._health is not None and self.model._health.rung == "serving":
+                    # Between generation checks a healthy server keeps the rung it proved.
+                    h = replace(h, rung="serving")
+                self._ok("health")
+                self._apply(h)
+                delay = self.retry_s
+                await self.clock.sleep(self.health_interval_s)
+        finally:
+            if client is not None:
+                await client.aclose()
