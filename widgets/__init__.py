@@ -1,4 +1,14 @@
 """Textual widgets that render a host's state. They do no I/O and no parsing (see DESIGN.md).
 
-Empty until the dashboard lands; kept so the package layout and the import contracts hold now.
+* :mod:`widgets.text`: ``host_text`` / ``plain``, the only way host text reaches a widget.
+* :mod:`widgets.phase_bar`: ``PhaseBar`` (the seven phases in one line), ``progress_label``.
+* :mod:`widgets.gpu_strip`: ``GpuStrip`` (memory bar and utilisation per GPU, two lines).
+* :mod:`widgets.host_card`: ``HostCard`` (one host, 11 rows), ``HostCard.Selected``.
+* :mod:`widgets.overview`: ``CardGrid`` (the cards, two columns from 160 cells).
+* :mod:`widgets.log_pane`: ``LogPane`` (capped, filterable, searchable journal lines).
+* :mod:`widgets.detail`: ``PhaseTimeline``, ``GpuHistory``, ``UnitPanel``.
+* :mod:`widgets.fmt`: clock times (UTC), durations, sizes, phase and rung words.
+
+Colours come only from theme variables (``$success``, ``$error`` ...) in each widget's
+``DEFAULT_CSS``; states are CSS classes (``-ready``, ``-failed``, ``-stale`` ...).
 """

@@ -1,0 +1,64 @@
+"""Small formatters shared by the widgets: clock times, durations, sizes. Pure functions."""
+
+from __future__ import annotations
+
+import math
+import time
+
+__all__ = ["hms", "duration", "gib", "PHASE_LABELS", "PHASE_SHORT", "RUNG_WORDS"]
+
+#: Phase ids (``probes.engines.base.PHASES``) as operators read them.
+PHASE_LABELS: dict[str, str] = {
+    "starting": "Starting", "download": "Download", "weights": "Weight load", "init": "Init",
+    "graph_capture": "Graph capture", "warmup": "Warm-up", "ready": "Ready",
+}
+#: Short phase labels for the one-line phase bar.
+PHASE_SHORT: dict[str, str] = {
+    "starting": "Start", "download": "Dl", "weights": "Weights", "init": "Init",
+    "graph_capture": "Graph", "warmup": "Warm", "ready": "Ready",
+}
+#: Readiness rung ids (``probes.state.RUNGS`` and ``unknown``) in words.
+RUNG_WORDS: dict[str, str] = {
+    "inactive": "not running", "port_closed": "port closed", "http_unhealthy": "HTTP unhealthy",
+    "healthy": "healthy", "serving": "serving", "unknown": "no health data",
+}
+
+
+def hms(t: float | None) -> str:
+    """Epoch seconds as ``HH:MM:SS`` (UTC), or ``--:--:--`` when unknown or not a time."""
+    if t is None or not math.isfinite(t):
+        return "--:--:--"
+    try:
+        return time.strftime("%H:%M:%S", time.gmtime(t))
+    except (OverflowError, OSError, ValueError):
+        return "--:--:--"
+
+
+def duration(seconds: float | None) -> str:
+    """A duration as ``12s``, ``4m03s``, ``2h05m`` or ``3d04h``; ``?`` when unknown.
+
+    Negative durations (a clock behind the data) read as ``0s``.
+    """
+    if seconds is None or not math.isfinite(seconds):
+        return "?"
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s}s"
+    m, s = divmod(s, 60)
+    if m < 60:
+        return f"{m}m{s:02d}s"
+    h, m = divmod(m, 60)
+    if h < 24:
+        return f"{h}h{m:02d}m"
+    d, h = divmod(h, 24)
+    return f"{d}d{h:02d}h"
+
+
+def gib(mib: float | None) -> str:
+    """MiB as a short GiB figure (``71G``, ``0.5G``), ``n/a`` when unknown."""
+    if mib is None:
+        return "n/a"
+    g = mib / 1024
+    if g < 9.95:
+        return f"{g:.1f}G"
+    return f"{g:.0f}G"

@@ -1,0 +1,315 @@
+"""The host card: one host at a glance, 11 rows with its border, from a frozen :class:`HostState`.
+
+::
+
+    ╭─ gpu-a1 ──────────────────────────────────────────────────────────────────────╮
+    │ LOADING  sglang.service · sglang · port closed · restarts 2                    │
+    │ ✓ Start    ✓ Dl       ✓ Weights  ▸ Init     Graph      Warm       Ready       │
+    │ shards 14/14 · in Init 1m12s · since start 4m03s                               │
+    │ 0 ━━━━━─  71G  99% 1 ━━━━━─  71G  98% 2 ━━━━━─  71G  97% 3 ━━━━━─  71G  96%  │
+    │ 4 ━━━━━─  71G  99% 5 ━━━━━─  71G  98% 6 ━━━━━─  71G  97% 7 ━━━━━─  71G  96%  │
+    │ › Capture cuda graph begin. This can take up to several minutes.               │
+    │ Init has taken 4m, longer than usual.                                          │
+    ╰────────────────────────────────────────────────────────────────────────────────╯
+
+``state`` is a reactive holding the frozen snapshot: assigning an equal snapshot does nothing, a
+different one repaints. ``now`` is a reactive set by the app from one shared 1 Hz timer; the
+ticking durations are computed from it and never stored in the state.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.content import Content
+from textual.events import Click
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from probes.state import HostState
+from widgets.fmt import PHASE_LABELS, RUNG_WORDS, duration, hms
+from widgets.gpu_strip import GpuStrip
+from widgets.phase_bar import PhaseBar, progress_label
+from widgets.text import host_text, plain
+
+__all__ = ["HostCard", "STATE_CLASSES"]
+
+#: The card's CSS classes for a start's state (exactly one is set) and the orthogonal ones.
+STATE_CLASSES = {"waiting": "-waiting", "loading": "-loading", "ready": "-ready", "failed": "-failed",
+                 "stopped": "-stopped"}
+_STATE_WORDS = {"waiting": "WAITING", "loading": "LOADING", "ready": "READY", "failed": "FAILED",
+                "stopped": "STOPPED"}
+_LEVEL_CLASSES = ("-ok", "-info", "-warning", "-error")
+#: Component class (and bold) of each start state's word and of each readiness rung.
+_STATE_LOOK = {"waiting": "muted", "loading": "busy", "ready": "ok", "failed": "error", "stopped": "warn"}
+_RUNG_LOOK = {"inactive": ("error", False), "port_closed": ("warn", False), "http_unhealthy": ("warn", False),
+              "healthy": ("ok", False), "serving": ("ok", True), "unknown": ("muted", False)}
+_BOLD = Style(bold=True)
+
+
+class _Line(Widget):
+    """A line of the card, rendered on demand from the card's state (so a theme change repaints it
+    with the new theme's colours)."""
+
+    DEFAULT_CSS = """
+    _Line { height: 1; width: 1fr; }
+    """
+
+    def __init__(self, make: Callable[[], Text], *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._make = make
+
+    def render(self) -> Text:
+        return self._make()
+
+    @property
+    def text(self) -> Text:
+        """What the line shows now (plain text is ``.text.plain``)."""
+        return self._make()
+
+
+class HostCard(Widget, can_focus=True):
+    """One host's card (see module docstring).
+
+    Args:
+        state: the host's snapshot. now: the app's clock (epoch seconds), 0 when not known yet.
+
+    CSS classes on the card: one of ``-waiting``, ``-loading``, ``-ready``, ``-failed``,
+    ``-stopped`` (the start's state); ``-warning`` (a warning verdict or a restart loop);
+    ``-stale`` (the host stopped answering). Messages: :class:`HostCard.Selected` on Enter or a
+    click.
+    """
+
+    BINDINGS: ClassVar = [Binding("enter", "select", "Details", show=False)]
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "host-card--muted", "host-card--busy", "host-card--ok", "host-card--warn", "host-card--error",
+        "host-card--stale",
+    }
+
+    DEFAULT_CSS = """
+    HostCard {
+        height: 11;
+        width: 1fr;
+        padding: 0 1;
+        border: round $foreground-disabled;
+        border-title-color: $foreground;
+        border-title-style: bold;
+        border-subtitle-color: $warning;
+        border-subtitle-style: bold;
+        &.-loading { border: round $primary; }
+        &.-ready { border: round $success; }
+        &.-warning { border: round $warning; }
+        &.-failed { border: round $error; }
+        &.-stopped { border: round $foreground-muted; }
+        &.-stale { border: dashed $foreground-muted; }
+        &:focus {
+            border: heavy $foreground;
+            border-title-style: bold reverse;
+            background-tint: $foreground 5%;
+        }
+        &.-loading:focus { border: heavy $primary; }
+        &.-ready:focus { border: heavy $success; }
+        &.-stopped:focus { border: heavy $foreground-muted; }
+        &.-warning:focus { border: heavy $warning; }
+        &.-failed:focus { border: heavy $error; }
+        &.-stale:focus { border: heavy $foreground-muted; }
+        & > #hc-log { color: $foreground-muted; }
+        & > #hc-verdict { height: auto; max-height: 3; }
+        & > #hc-verdict.-info { color: $accent; }
+        & > #hc-verdict.-warning { color: $warning; }
+        & > #hc-verdict.-error { color: $error; text-style: bold; }
+        & > #hc-verdict.-ok { color: $success; }
+        & > .host-card--muted { color: $foreground-muted; }
+        & > .host-card--busy { color: $primary; }
+        & > .host-card--ok { color: $success; }
+        & > .host-card--warn { color: $warning; }
+        & > .host-card--error { color: $error; }
+        & > .host-card--stale { background: $warning-muted; color: $text-warning; text-style: bold; }
+    }
+    """
+
+    class Selected(Message):
+        """The operator chose this host (Enter or a click on its card).
+
+        Attributes:
+            host: the host's name. card: the card that posted it (None when made elsewhere).
+        """
+
+        def __init__(self, host: str, card: HostCard | None = None) -> None:
+            super().__init__()
+            self.host = host
+            self.card = card
+
+        @property
+        def control(self) -> HostCard | None:
+            return self.card
+
+    state: reactive[HostState] = reactive(HostState(host="", unit=""), init=False, layout=False)
+    now: reactive[float] = reactive(0.0, init=False, layout=False)
+
+    def __init__(self, state: HostState, now: float = 0.0, *, name: str | None = None,
+                 id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.set_reactive(HostCard.state, state)
+        self.set_reactive(HostCard.now, now)
+
+    # --- composition and updates ---------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield _Line(lambda: self.header_text(self.state, self.now), id="hc-header")
+        yield PhaseBar(id="hc-phases")
+        yield _Line(lambda: self.times_text(self.state, self.now), id="hc-times")
+        yield GpuStrip(id="hc-gpus")
+        yield _Line(lambda: self.log_text(self.state), id="hc-log")
+        yield _Line(lambda: self.verdict_text(self.state), id="hc-verdict")
+
+    def on_mount(self) -> None:
+        self._apply(self.state)
+
+    def watch_state(self, state: HostState) -> None:
+        if self.is_mounted:
+            self._apply(state)
+
+    def watch_now(self, now: float) -> None:
+        if self.is_mounted:
+            self.query_one("#hc-times", _Line).refresh()
+            if self.state.stale_since is not None:
+                self.query_one("#hc-header", _Line).refresh()
+
+    def _apply(self, s: HostState) -> None:
+        self.border_title = Content(plain(s.host, max_chars=120) or "?")
+        self.border_subtitle = Content(f"STALE since {hms(s.stale_since)}") if s.stale_since is not None else None
+        for state, cls in STATE_CLASSES.items():
+            self.set_class(s.state == state, cls)
+        warning = (s.verdict is not None and s.verdict.level == "warning") or (
+            s.restart_loop and s.state != "failed")
+        self.set_class(warning, "-warning")
+        self.set_class(s.stale_since is not None, "-stale")
+        self.query_one(PhaseBar).update_state(s)
+        self.query_one(GpuStrip).update_state(s)
+        for line in self.query_children(_Line):
+            line.refresh(layout=line.id == "hc-verdict")
+        verdict = self.query_one("#hc-verdict", _Line)
+        for cls in _LEVEL_CLASSES:
+            verdict.set_class(s.verdict is not None and f"-{s.verdict.level}" == cls, cls)
+        verdict.display = bool(s.verdict is not None or (s.state == "failed" and s.hint))
+
+    # --- the lines, as Text (public so a test or a headless view can read them) --------------------
+
+    def _style(self, name: str) -> Style:
+        return self.get_component_rich_style(f"host-card--{name}", partial=True)
+
+    def header_text(self, s: HostState, now: float = 0.0) -> Text:
+        """Line 1: [STALE age] state, unit · engine · readiness · restarts."""
+        sep = Text(" · ", style=self._style("muted"), end="")
+        t = Text(no_wrap=True, overflow="ellipsis", end="")
+        if s.stale_since is not None:
+            # The border's subtitle says "STALE since HH:MM:SS"; here, how long, in few cells.
+            t.append(f"STALE {duration(now - s.stale_since)}" if now else "STALE", self._style("stale"))
+            t.append(" ")
+        t.append(_STATE_WORDS.get(s.state, plain(s.state, max_chars=12).upper()),
+                 self._style(_STATE_LOOK[s.state]) + _BOLD if s.state in _STATE_LOOK else _BOLD)
+        t.append("  ")
+        t.append_text(host_text(s.unit, max_chars=60))
+        t.append_text(sep)
+        t.append_text(host_text(s.engine, max_chars=20, style=self._style("muted")))
+        t.append_text(sep)
+        rung = s.readiness if s.readiness in RUNG_WORDS else "unknown"
+        look, bold = _RUNG_LOOK[rung]
+        t.append(RUNG_WORDS[rung], self._style(look) + _BOLD if bold else self._style(look))
+        if s.restart_counter is not None:
+            t.append_text(sep)
+            t.append(f"restarts {s.restart_counter}",
+                     self._style("error") if s.restart_loop else self._style("muted"))
+        elif s.restart_loop:
+            t.append_text(sep)
+            t.append("restart loop", self._style("error"))
+        return t
+
+    def times_text(self, s: HostState, now: float = 0.0) -> Text:
+        """Line 3: progress and how long things took, from ``now``."""
+        t = Text(no_wrap=True, overflow="ellipsis", end="")
+        parts: list[str] = []
+        label = PHASE_LABELS.get(s.phase, plain(s.phase, max_chars=20))
+        if s.state == "loading":
+            if s.progress is not None and s.progress.phase == s.phase:
+                parts.append(f"{progress_label(s.progress)} ({s.progress.fraction:.0%})")
+            if now and s.phase_began is not None:
+                parts.append(f"in {label} {duration(now - s.phase_began)}")
+            else:
+                parts.append(f"in {label}")
+            if now and s.start_began is not None:
+                parts.append(f"since start {duration(now - s.start_began)}")
+        elif s.state == "ready":
+            ready_at = next((p.began for p in s.phases if p.phase == "ready"), s.phase_began)
+            if ready_at is not None and s.start_began is not None:
+                parts.append(f"ready in {duration(ready_at - s.start_began)}")
+            else:
+                parts.append("ready")
+            if now and ready_at is not None:
+                parts.append(f"up {duration(now - ready_at)}")
+        elif s.state == "failed":
+            end = s.last_log_at if s.last_log_at is not None else s.updated
+            if end is not None and s.start_began is not None:
+                parts.append(f"failed in {label} after {duration(end - s.start_began)}")
+            else:
+                parts.append(f"failed in {label}")
+            if now and end is not None:
+                parts.append(f"{duration(now - end)} ago")
+            if s.starts > 1:
+                parts.append(f"start {s.starts}")
+        elif s.state == "stopped":
+            parts.append(f"stopped in {label}")
+            if now and s.last_log_at is not None:
+                parts.append(f"{duration(now - s.last_log_at)} ago")
+        else:
+            parts.append("no log line yet")
+        t.append(" · ".join(parts))
+        return t
+
+    def log_text(self, s: HostState) -> Text:
+        """Line 6: the decisive error line of a failed start, else the last meaningful line."""
+        if s.state == "failed" and s.error is not None:
+            t = Text("✗ ", style=self._style("error"), end="")
+            t.append_text(host_text(s.error.text, max_chars=400, style=self._style("error")))
+        elif s.last_line:
+            t = Text("› ", end="")
+            t.append_text(host_text(s.last_line, max_chars=400))
+        else:
+            t = Text("› no log line yet", end="")
+        t.no_wrap = True
+        t.overflow = "ellipsis"
+        return t
+
+    def verdict_text(self, s: HostState) -> Text:
+        """Lines 7-9: the verdict sentence, and a failed start's hint when the verdict does not
+        already hold it (wraps; the card shows three lines at most)."""
+        t = Text(end="")
+        if s.verdict is not None:
+            t.append_text(host_text(s.verdict.sentence, max_chars=600))
+        if s.state == "failed" and s.hint:
+            hint = plain(s.hint, max_chars=600)
+            if s.verdict is None or hint not in s.verdict.sentence:
+                if t.plain:
+                    t.append(" ")
+                t.append(f"Hint: {hint}", self._style("muted"))
+        t.no_wrap = False
+        t.overflow = "ellipsis"
+        return t
+
+    # --- input ---------------------------------------------------------------------------------
+
+    def action_select(self) -> None:
+        """Post :class:`HostCard.Selected` for this card's host."""
+        self.post_message(self.Selected(self.state.host, self))
+
+    def on_click(self, event: Click) -> None:
+        event.stop()
+        self.focus()
+        self.action_select()
