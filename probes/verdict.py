@@ -70,9 +70,15 @@ def verdict_for(s: HostState, now: float) -> Verdict | None:
     cause = s.cause or (s.error.cause if s.error is not None else None)
     gave_up = u is not None and u.active_state == "failed"
     if s.restart_loop:
+        failed = s.starts if s.state == "failed" else max(s.starts - 1, 2)
         n = f"; restart counter at {s.restart_counter}" if s.restart_counter is not None else ""
-        end = "; systemd gave up" if gave_up else ""
-        return Verdict("error", f"Restart loop: {s.starts} starts failed, the last with "
+        if gave_up:
+            end = "; systemd gave up"
+        elif s.state == "loading":
+            end = "; starting again"
+        else:
+            end = ""
+        return Verdict("error", f"Restart loop: {failed} starts failed, the last with "
                                 f"{cause_words(cause)}{n}{end}.")
     if s.state == "failed":
         where = PHASE_LABELS.get(s.phase, s.phase)

@@ -1,5 +1,8 @@
 """The ``upwatch`` command line: a thin layer that parses arguments and calls the right piece.
 
+``upwatch --demo [--speed N]`` opens the dashboard on four simulated hosts that replay recorded
+real starts (no GPU, no SSH, no configuration needed).
+
 Subcommands:
 
 * ``upwatch replay PATH [--engine NAME] [--unit UNIT] [--json]``: read a saved log (``-`` for
@@ -29,6 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "has come, and if it broke, why.",
     )
     parser.add_argument("--version", action="version", version="upwatch 0.1.0")
+    parser.add_argument("--demo", action="store_true",
+                        help="open the dashboard on four simulated hosts replaying recorded real starts")
+    parser.add_argument("--speed", type=_speed, default=10.0, metavar="N",
+                        help="demo only: time runs N times faster than real (default 10)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     replay = sub.add_parser(
         "replay", help="read a saved log and print its startup timeline",
@@ -63,10 +70,30 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "replay":
             return _replay(args)
+        if args.demo:
+            return _demo(args)
     except KeyboardInterrupt:
         print("upwatch: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     parser.print_help()
+    print("\nNo hosts are configured yet: try `upwatch --demo`.", file=sys.stderr)
+    return EXIT_OK
+
+
+def _speed(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.1 <= value <= 1000:
+        raise argparse.ArgumentTypeError("speed must be between 0.1 and 1000")
+    return value
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from tui.demo_app import make_demo_app
+
+    make_demo_app(speed=args.speed).run()
     return EXIT_OK
 
 

@@ -267,7 +267,7 @@ class UnitPanel(_StateView):
         if u.started_at is not None:
             ago = f" ({duration(now - u.started_at)} ago)" if now else ""
             row("started", f"{hms(u.started_at)}{ago}")
-        if u.exec_main_code is not None:
+        if u.exec_main_code:  # 0: the main process has not exited (systemd's si_code 0)
             code = {1: "exited", 2: "killed", 3: "dumped core"}.get(u.exec_main_code, f"code {u.exec_main_code}")
             if u.exec_main_status is None:
                 how = code

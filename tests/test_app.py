@@ -1,0 +1,160 @@
+"""The dashboard driven by Pilot on the demo scenarios, with a ManualClock: no sleeps, no luck."""
+
+from __future__ import annotations
+
+import pytest
+
+from probes.clock import ManualClock
+from tui.demo_app import make_demo_app
+from tui.screens import DetailScreen, HelpScreen, OverviewScreen
+from widgets.host_card import HostCard
+from widgets.log_pane import LogPane
+
+T0 = 1_764_000_000.0
+
+
+async def _advance(app, pilot, clock: ManualClock, seconds: float, step: float = 5.0) -> None:
+    """Move simulated time, then let the app take its snapshots and repaint."""
+    while seconds > 0:
+        await clock.advance(min(step, seconds))
+        seconds -= step
+    app.tick()
+    app.flush()
+    await pilot.pause()
+
+
+def _screen_text(app) -> str:
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+async def test_navigate_open_filter_jump_to_error_and_quit():
+    clock = ManualClock(T0)
+    app = make_demo_app(clock=clock)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _advance(app, pilot, clock, 400)
+        assert isinstance(app.screen, OverviewScreen)
+        cards = list(app.screen.query(HostCard))
+        assert [c.state.host for c in cards] == ["gpu-node-1", "gpu-node-2", "gpu-node-3", "gpu-node-4"]
+        assert app.screen.focused is cards[0]
+        text = _screen_text(app)
+        assert "Restart loop: 3 starts failed, the last with CUDA out of memory" in text
+        assert "the start looks hung" in text
+
+        await pilot.press("down")  # the grid has two columns: down is the card below
+        assert app.screen.focused is cards[2]
+        await pilot.press("up", "right")
+        assert app.screen.focused is cards[1]
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, DetailScreen) and app.screen.watcher.name == "gpu-node-2"
+        pane = app.screen.query_one(LogPane)
+        assert len(pane.entries) == app.watchers["gpu-node-2"].state().log_count == 42
+
+        # / filters the log as you type; escape in the filter box clears it and stays.
+        await pilot.press("slash")
+        await pilot.press(*"out of memory")
+        await pilot.pause()
+        assert 0 < len(pane.shown) < len(pane.entries)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, DetailScreen) and len(pane.shown) == len(pane.entries)
+        # enter keeps the filter; escape then goes back to the overview.
+        await pilot.press("slash", *"out of memory", "enter")
+        await pilot.pause()
+        assert 0 < len(pane.shown) < len(pane.entries)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, OverviewScreen)
+
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, DetailScreen)
+        pane = app.screen.query_one(LogPane)
+        # e jumps to the decisive error line and stops following.
+        await pilot.press("e")
+        await pilot.pause()
+        err = app.watchers["gpu-node-2"].state().error
+        assert err is not None and pane.cursor_seq == err.line and pane.follow is False
+        assert str(app.screen.query_one("#status").render()) == f"error line {err.line}: cuda_oom"
+        await pilot.press("f")
+        assert pane.follow is True
+
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, OverviewScreen)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code in (0, None)
+
+
+async def test_filter_then_n_steps_through_matches():
+    clock = ManualClock(T0)
+    app = make_demo_app(clock=clock)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _advance(app, pilot, clock, 300)
+        app.open_detail("gpu-node-1")
+        await pilot.pause()
+        pane = app.screen.query_one(LogPane)
+        await pilot.press("slash", *"shards", "enter")
+        await pilot.pause()
+        assert len(pane.shown) >= 14
+        first = pane.cursor_seq
+        await pilot.press("n")
+        await pilot.press("n")
+        second = pane.cursor_seq
+        await pilot.press("N")
+        assert second is not None and second != first and pane.cursor_seq != second
+
+
+async def test_host_text_in_the_journal_renders_literally():
+    """Scenario a carries real trap records: Rich markup, ANSI colour, invalid UTF-8, 5000 bytes."""
+    clock = ManualClock(T0)
+    app = make_demo_app(clock=clock)
+    async with app.run_test(size=(200, 60)) as pilot:
+        await _advance(app, pilot, clock, 300)
+        app.open_detail("gpu-node-1")
+        await pilot.pause()
+        text = _screen_text(app)
+        assert "[bold]x[/] and [/usr/bin/python3]" in text
+        assert "\x1b" not in text
+
+
+async def test_small_terminal_one_column_scrolls():
+    clock = ManualClock(T0)
+    app = make_demo_app(clock=clock)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _advance(app, pilot, clock, 60)
+        grid = app.screen.query_one("#grid")
+        assert grid.columns == 1
+        cards = list(app.screen.query(HostCard))
+        for _ in range(3):
+            await pilot.press("down")
+        await pilot.pause()
+        assert app.screen.focused is cards[3]
+        assert grid.scroll_y > 0  # the fourth card was scrolled into view
+
+
+async def test_clicking_a_card_opens_it():
+    clock = ManualClock(T0)
+    app = make_demo_app(clock=clock)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _advance(app, pilot, clock, 30)
+        card = list(app.screen.query(HostCard))[2]
+        await pilot.click(card)
+        await pilot.pause()
+        assert isinstance(app.screen, DetailScreen) and app.screen.watcher.name == "gpu-node-3"
+
+
+@pytest.mark.parametrize("theme", ["textual-dark", "textual-light"])
+async def test_both_themes_render(theme):
+    clock = ManualClock(T0)
+    app = make_demo_app(clock=clock)
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.theme = theme
+        await _advance(app, pilot, clock, 200)
+        assert "gpu-node-4" in _screen_text(app)

@@ -1,0 +1,120 @@
+"""The Textual app: thin. It owns the watchers and the repaint timer; screens do the rest.
+
+Data flow: each :class:`~probes.watch.HostWatcher` marks its host dirty when its model changes
+(cheap, any rate). A real-time timer (``Config.repaint_hz``, at most 10 Hz) takes one snapshot per
+dirty host and hands it to the screens, so state updates coalesce per host while log entries are
+never dropped (screens pull them by sequence number). A 1 Hz tick moves the shared "now" that the
+cards' clocks and the stall verdicts read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from textual.app import App
+from textual.binding import Binding
+from textual.worker import Worker, WorkerState
+
+from probes.clock import Clock, WallClock
+from probes.runner import Runner
+from probes.watch import HostSpec, HostWatcher
+from tui.config import Config
+from tui.screens import DetailScreen, HelpScreen, OverviewScreen
+
+RunnerFactory = Callable[[HostSpec], Runner]
+
+
+class UpwatchApp(App[None]):
+    """The dashboard. Build it with :func:`make_app`."""
+
+    TITLE = "upwatch"
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("t", "toggle_dark", "Theme"),
+    ]
+
+    def __init__(self, config: Config, runner_factory: RunnerFactory, clock: Clock | None = None,
+                 *, start_watchers: bool = True) -> None:
+        super().__init__()
+        self.config = config
+        self.clock = clock or WallClock()
+        self.title = config.title
+        self.watchers: dict[str, HostWatcher] = {}
+        for spec in config.hosts:
+            self.watchers[spec.name] = HostWatcher(
+                spec, runner_factory(spec), self.clock, self._mark_dirty,
+                unit_interval_s=config.unit_interval_s, health_interval_s=config.health_interval_s,
+                gpu_interval_s=config.gpu_interval_s)
+        self._dirty: set[str] = set(self.watchers)
+        self._start_watchers = start_watchers
+        self.repaints = 0
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    def get_default_screen(self) -> OverviewScreen:
+        return OverviewScreen(list(self.watchers))
+
+    def on_mount(self) -> None:
+        if self._start_watchers:
+            for w in self.watchers.values():
+                self.run_worker(w.run(), name=f"watch {w.name}", group="watchers", exit_on_error=False)
+        self.set_interval(1.0 / min(10.0, max(0.5, self.config.repaint_hz)), self.flush, name="repaint")
+        self.set_interval(1.0, self.tick, name="clock")
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """One handler for every worker error: a watcher that dies is reported, the app lives on."""
+        if event.state == WorkerState.ERROR:
+            err = event.worker.error
+            self.notify(f"{event.worker.name}: {type(err).__name__}: {err}", title="probe stopped",
+                        severity="error", markup=False)
+
+    # --- data ------------------------------------------------------------------------------------
+
+    def _mark_dirty(self, watcher: HostWatcher) -> None:
+        self._dirty.add(watcher.name)
+
+    def flush(self) -> None:
+        """Take one snapshot per dirty host and give it to the screens (at most ``repaint_hz``)."""
+        if not self._dirty:
+            return
+        dirty, self._dirty = self._dirty, set()
+        self.repaints += 1
+        for name in sorted(dirty):
+            state = self.watchers[name].state()
+            for screen in self.screen_stack:
+                if isinstance(screen, (OverviewScreen, DetailScreen)) and screen.is_mounted:
+                    screen.update_host(state)
+
+    def tick(self) -> None:
+        """The shared 1 Hz clock: cards redraw their durations, verdicts are judged again."""
+        now = self.clock.now()
+        for screen in self.screen_stack:
+            if isinstance(screen, (OverviewScreen, DetailScreen)) and screen.is_mounted:
+                screen.set_now(now)
+        self._dirty.update(self.watchers)
+
+    # --- actions ---------------------------------------------------------------------------------
+
+    def open_detail(self, host: str) -> None:
+        """Open the detail screen of ``host``."""
+        self.push_screen(DetailScreen(self.watchers[host]))
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def action_toggle_dark(self) -> None:
+        self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
+
+
+def make_app(config: Config, runner_factory: RunnerFactory, clock: Clock | None = None,
+             *, start_watchers: bool = True) -> UpwatchApp:
+    """Build the dashboard for the CLI, the tests and the screenshot script alike.
+
+    Args:
+        config: the hosts to watch.
+        runner_factory: makes the :class:`~probes.runner.Runner` for a host (SSH, local, replay).
+        clock: the clock (default: wall time); the demo passes a sped-up one, tests a manual one.
+        start_watchers: False leaves the probes stopped (tests that drive watchers themselves).
+    """
+    return UpwatchApp(config, runner_factory, clock, start_watchers=start_watchers)

@@ -1,0 +1,27 @@
+"""``upwatch --demo``: the real dashboard on four simulated hosts (see ``tui/demo.py``)."""
+
+from __future__ import annotations
+
+from probes.clock import Clock, ScaledClock
+from probes.replay import ReplayRunner
+from probes.watch import HostSpec
+from tui.app import UpwatchApp, make_app
+from tui.config import Config
+from tui.demo import demo_scenarios
+
+
+def make_demo_app(speed: float = 10.0, clock: Clock | None = None, start: float | None = None) -> UpwatchApp:
+    """The demo app: the scenarios of :func:`tui.demo.demo_scenarios`, each behind a
+    :class:`~probes.replay.ReplayRunner`, on a clock running ``speed`` times faster than real.
+
+    Args:
+        speed: clock seconds per real second (ignored when ``clock`` is given).
+        clock: an explicit clock (tests pass a :class:`~probes.clock.ManualClock`).
+        start: the scenarios' start time, epoch seconds (default: the clock's now).
+    """
+    clock = clock or ScaledClock(speed)
+    t0 = clock.now() if start is None else start
+    scenarios = {s.host: s for s in demo_scenarios(t0)}
+    config = Config(hosts=tuple(HostSpec(s.host, s.unit, s.port, s.engine) for s in scenarios.values()),
+                    title="upwatch demo")
+    return make_app(config, lambda spec: ReplayRunner(scenarios[spec.name], clock, start=t0), clock)

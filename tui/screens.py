@@ -1,0 +1,238 @@
+"""Screens: the overview grid of host cards, a host's detail screen, and help.
+
+Screens render snapshots the app hands them (``update_host``, ``set_now``); they do no I/O except
+asking a watcher for log entries they have not shown yet.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Footer, Header, Input, Static
+
+from probes.state import HostState
+from probes.watch import HostWatcher
+from widgets.detail import GpuHistory, PhaseTimeline, UnitPanel
+from widgets.host_card import HostCard
+from widgets.log_pane import LogPane
+from widgets.overview import CardGrid
+
+HELP = """\
+upwatch: is the server up yet?
+
+Overview
+  arrows / tab     move between host cards
+  enter / click    open the host's detail screen
+  ?                this help
+  t                light / dark theme
+  q                quit
+
+Detail screen
+  /                filter the log (enter keeps it, escape clears it)
+  n / N            next / previous line matching the filter
+  e                jump to the decisive error line
+  f                follow the tail on / off
+  escape           back to the overview
+
+Card: host · unit · engine · readiness · restarts, the phase bar
+(current phase lit, progress inside), time in phase and since start,
+GPU memory and utilisation, the last log line, and what is wrong.
+Readiness: inactive → port closed → HTTP unhealthy → healthy → serving.
+STALE: the host stopped answering; the card keeps the last known state.
+"""
+
+
+class OverviewScreen(Screen[None]):
+    """A grid of host cards (2 columns from 160 columns wide, 1 below; scrolls)."""
+
+    # Arrow keys move between cards in the grid's own layout (CardGrid's bindings).
+    BINDINGS = [
+        Binding("j", "move(1)", "Next", show=False),
+        Binding("k", "move(-1)", "Prev", show=False),
+        Binding("enter", "open", "Details"),
+    ]
+
+    def __init__(self, hosts: list[str]) -> None:
+        super().__init__()
+        self.hosts = hosts
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield CardGrid(id="grid")
+        yield Footer()
+
+    @property
+    def grid(self) -> CardGrid:
+        return self.query_one(CardGrid)
+
+    def update_host(self, state: HostState) -> None:
+        self.grid.update_host(state)
+
+    def set_now(self, now: float) -> None:
+        self.grid.set_now(now)
+
+    def on_mount(self) -> None:
+        app = self.app
+        now = app.clock.now()  # type: ignore[attr-defined]
+        for name in self.hosts:
+            self.grid.update_host(app.watchers[name].state())  # type: ignore[attr-defined]
+        self.grid.set_now(now)
+        cards = list(self.query(HostCard))
+        if cards:
+            cards[0].focus()
+
+    def _cards(self) -> list[HostCard]:
+        return list(self.query(HostCard))
+
+    def action_move(self, step: int) -> None:
+        cards = self._cards()
+        if not cards:
+            return
+        focused = self.focused
+        i = cards.index(focused) if focused in cards else -1
+        target = cards[(i + step) % len(cards)]
+        target.focus()
+        target.scroll_visible()
+
+    def action_open(self) -> None:
+        focused = self.focused
+        if isinstance(focused, HostCard):
+            self.app.open_detail(focused.state.host)  # type: ignore[attr-defined]
+
+    def on_host_card_selected(self, message: HostCard.Selected) -> None:
+        self.app.open_detail(message.host)  # type: ignore[attr-defined]
+
+
+class DetailScreen(Screen[None]):
+    """One host: its card, the log pane, the phase timeline, GPU history and the unit's state."""
+
+    DEFAULT_CSS = """
+    DetailScreen #body { height: 1fr; }
+    DetailScreen LogPane { width: 1fr; height: 1fr; border: round $panel-lighten-2; }
+    DetailScreen #side { width: 52; height: 1fr; }
+    DetailScreen #side > * { border: round $panel-lighten-2; height: auto; }
+    DetailScreen #filter { dock: bottom; display: none; }
+    DetailScreen #filter.-open { display: block; }
+    DetailScreen #status { height: 1; color: $text-muted; }
+    """
+
+    BINDINGS = [
+        Binding("escape", "back", "Back"),
+        Binding("slash", "filter", "Filter", key_display="/"),
+        Binding("n", "next_match", "Next match"),
+        Binding("N", "prev_match", "Prev match", key_display="N"),
+        Binding("e", "error", "Error"),
+        Binding("f", "follow", "Follow"),
+    ]
+
+    def __init__(self, watcher: HostWatcher) -> None:
+        super().__init__()
+        self.watcher = watcher
+        self.last_seq = 0
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield HostCard(self.watcher.state(), id="card")
+        with Horizontal(id="body"):
+            yield LogPane(id="log")
+            with VerticalScroll(id="side"):
+                yield PhaseTimeline(id="timeline")
+                yield GpuHistory(id="gpus")
+                yield UnitPanel(id="unit")
+        yield Static("", id="status", markup=False)
+        yield Input(placeholder="filter the log (plain text, case-insensitive)", id="filter")
+        yield Footer()
+
+    @property
+    def log_pane(self) -> LogPane:
+        return self.query_one(LogPane)
+
+    def on_mount(self) -> None:
+        self.sub_title = self.watcher.name
+        self.update_host(self.watcher.state())
+        self.set_now(self.app.clock.now())  # type: ignore[attr-defined]
+        self.log_pane.focus()
+
+    def update_host(self, state: HostState) -> None:
+        if state.host != self.watcher.name:
+            return
+        self.query_one(HostCard).state = state
+        self.query_one(PhaseTimeline).update_state(state)
+        self.query_one(GpuHistory).update_state(state)
+        self.query_one(UnitPanel).update_state(state)
+        new = self.watcher.entries_after(self.last_seq)
+        if new:
+            self.last_seq = new[-1].seq
+            self.log_pane.append(new)
+
+    def set_now(self, now: float) -> None:
+        self.query_one(HostCard).now = now
+        state = self.watcher.state()
+        self.query_one(PhaseTimeline).update_state(state, now)
+        self.query_one(UnitPanel).update_state(state, now)
+
+    def _say(self, text: str) -> None:
+        self.query_one("#status", Static).update(text)
+
+    def action_back(self) -> None:
+        box = self.query_one("#filter", Input)
+        if box.has_class("-open"):
+            box.value = ""
+            box.remove_class("-open")
+            self.log_pane.set_filter(None)
+            self.log_pane.focus()
+            return
+        self.app.pop_screen()
+
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.add_class("-open")
+        box.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.log_pane.set_filter(event.value or None)
+        self.log_pane.search(event.value)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.input.remove_class("-open")
+        self.log_pane.focus()
+        self._say(f"filter: {event.value}" if event.value else "")
+
+    def action_next_match(self) -> None:
+        self.log_pane.next_match()
+
+    def action_prev_match(self) -> None:
+        self.log_pane.prev_match()
+
+    def action_error(self) -> None:
+        err = self.watcher.state().error
+        if err is None:
+            self._say("no error line in this start")
+            return
+        self.log_pane.set_filter(None)
+        self.query_one("#filter", Input).value = ""
+        if not self.log_pane.jump_to_seq(err.line):
+            self._say("the error line is older than the lines kept")
+        else:
+            self._say(f"error line {err.line}: {err.cause}")
+
+    def action_follow(self) -> None:
+        self.log_pane.follow = not self.log_pane.follow
+        self._say("following the tail" if self.log_pane.follow else "follow off")
+
+
+class HelpScreen(ModalScreen[None]):
+    """The keys, and what the card shows."""
+
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > Vertical { width: 76; height: auto; max-height: 90%; border: thick $accent;
+                            background: $surface; padding: 1 2; }
+    """
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(HELP, markup=False)
