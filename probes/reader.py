@@ -58,6 +58,10 @@ _EXIT_CAUSE = {"exited": "exit_code", "killed": "signal", "dumped": "core_dump"}
 #: Prefix styles that hint at an engine: (engine, strong).
 _FLAVOR_ENGINE = {"sglang": ("sglang", False), "vllm": ("vllm", False), "trtllm": ("trtllm", True),
                   "tgi": ("tgi", False), "logfmt": ("ollama", False)}
+#: A uvicorn access line for a probe's request (health checks, metrics, model list): every probe
+#: writes one into the unit's journal (FORMATS.md 3.1), so it is never "the last meaningful line".
+_PROBE_ACCESS_RE = re.compile(r'"GET /(?:health|health_generate|ping|metrics|version|load|v1/models|'
+                              r'get_model_info|model_info|get_server_info|server_info)\b[^"]*HTTP/[\d.]+"')
 _VLLM_PROCS = ("APIServer", "EngineCore", "VllmWorker", "Worker_", "RayWorkerWrapper")
 
 
@@ -427,7 +431,8 @@ class StartupReader:
             start.evidence = True
             start.first = self._mark("starting", ln)
         start.output = True
-        self._last_line = ln.text
+        if '"GET /' not in ln.msg or _PROBE_ACCESS_RE.search(ln.msg) is None:
+            self._last_line = ln.text
         if phase_rule is not None:
             self._advance(start, ln.rank, phase_rule.phase, ln)
             if phase_rule.completes and not start.failed:

@@ -57,7 +57,7 @@ class _Line(Widget):
     with the new theme's colours)."""
 
     DEFAULT_CSS = """
-    _Line { height: 1; width: 1fr; }
+    _Line { height: 1; width: 1fr; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     def __init__(self, make: Callable[[], Text], *, id: str | None = None) -> None:
@@ -120,7 +120,7 @@ class HostCard(Widget, can_focus=True):
         &.-failed:focus { border: heavy $error; }
         &.-stale:focus { border: heavy $foreground-muted; }
         & > #hc-log { color: $foreground-muted; }
-        & > #hc-verdict { height: auto; max-height: 3; }
+        & > #hc-verdict { height: auto; max-height: 3; text-wrap: wrap; }
         & > #hc-verdict.-info { color: $accent; }
         & > #hc-verdict.-warning { color: $warning; }
         & > #hc-verdict.-error { color: $error; text-style: bold; }
