@@ -93,6 +93,10 @@ def verdict_for(s: HostState, now: float) -> Verdict | None:
                 prog = f" at {s.progress.done:g}/{s.progress.total:g}"
             return Verdict("warning", f"No log line for {fmt_span(quiet)} in {where}{prog}: "
                                       f"the start looks hung.")
+    if s.state == "loading" and s.error is not None and s.starts >= 2:
+        n = f", restart counter at {s.restart_counter}" if s.restart_counter is not None else ""
+        return Verdict("warning", f"The previous start failed with {cause_words(s.error.cause)}; "
+                                  f"this is start {s.starts}{n}.")
     if s.state == "ready" and s.readiness in ("port_closed", "http_unhealthy", "inactive"):
         h = s.health.detail if s.health is not None and s.readiness != "inactive" else s.readiness
         return Verdict("warning", f"The log says ready but the server is not healthy ({h}).")

@@ -157,3 +157,11 @@ def test_unit_not_found_is_said():
 
 def test_fmt_span():
     assert [fmt_span(x) for x in (0, 42, 75, 3725)] == ["0s", "42s", "1m15s", "1h02m"]
+
+
+def test_a_start_after_a_failed_one_says_so():
+    s = _loading(phase="starting", progress=None, starts=2, restart_counter=1,
+                 error=ErrorLine(7, "torch.OutOfMemoryError: CUDA out of memory.", "cuda_oom", ""))
+    v = verdict_for(s, 1001.0)
+    assert v.level == "warning"
+    assert v.sentence == "The previous start failed with CUDA out of memory; this is start 2, restart counter at 1."

@@ -1,0 +1,62 @@
+"""SVG snapshots of the dashboard on the demo at 160x48, with a ManualClock so they are stable.
+
+Update after a deliberate change of the look: ``pytest tests/test_snapshots.py --snapshot-update``,
+then look at the report and commit ``tests/__snapshots__``.
+"""
+
+from __future__ import annotations
+
+from probes.clock import ManualClock
+from tui.demo_app import make_demo_app
+
+T0 = 1_764_000_000.0
+SIZE = (160, 48)
+
+
+def _at(seconds: float, *keys: str, host: str | None = None):
+    """An app on a ManualClock and a run_before that moves it ``seconds`` on, then presses keys."""
+    clock = ManualClock(T0)
+    app = make_demo_app(clock=clock)
+
+    async def run_before(pilot) -> None:
+        left = seconds
+        while left > 0:
+            await clock.advance(min(5.0, left))
+            left -= 5.0
+        app.tick()
+        app.flush()
+        await pilot.pause()
+        if host is not None:
+            app.open_detail(host)
+            await pilot.pause()
+        if keys:
+            await pilot.press(*keys)
+        app.flush()
+        await pilot.pause()
+
+    return app, run_before
+
+
+def test_overview_while_loading(snap_compare):
+    app, before = _at(90)
+    assert snap_compare(app, terminal_size=SIZE, run_before=before)
+
+
+def test_overview_settled(snap_compare):
+    app, before = _at(400)
+    assert snap_compare(app, terminal_size=SIZE, run_before=before)
+
+
+def test_detail_ready_host(snap_compare):
+    app, before = _at(400, host="gpu-node-1")
+    assert snap_compare(app, terminal_size=SIZE, run_before=before)
+
+
+def test_detail_restart_loop_jumped_to_error(snap_compare):
+    app, before = _at(400, "e", host="gpu-node-2")
+    assert snap_compare(app, terminal_size=SIZE, run_before=before)
+
+
+def test_overview_small_terminal(snap_compare):
+    app, before = _at(400)
+    assert snap_compare(app, terminal_size=(100, 30), run_before=before)
