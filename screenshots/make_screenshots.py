@@ -1,4 +1,8 @@
-"""Render the README's screenshots: ``upwatch replay`` on shipped real logs, to SVG and PNG.
+"""Render the README's screenshots to SVG and PNG.
+
+* ``dashboard-overview``, ``dashboard-detail``, ``dashboard-failure``: the dashboard on the demo
+  (``make_demo_app`` on a ManualClock, so every run draws the same picture), at 160x48.
+* ``replay-*``: ``upwatch replay`` on shipped real logs.
 
 Run: ``python screenshots/make_screenshots.py`` (PNG needs ``rsvg-convert``, Debian package
 librsvg2-bin; without it only the SVGs are written). Host text goes through ``rich.text.Text``, never
@@ -7,6 +11,7 @@ through markup.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import re
 import shutil
@@ -55,18 +60,60 @@ def render(name: str, log: str) -> Path:
         console.print(t)
     svg = HERE / f"{name}.svg"
     console.save_svg(str(svg), title="upwatch replay")
-    # librsvg drops the leading (non-breaking) spaces of a <text> run: move the run right instead.
-    svg.write_text(_RUN_RE.sub(_shift_run, svg.read_text()))
     return svg
+
+
+#: Dashboard shots: name → (simulated seconds since the demo began, host to open or None, keys).
+DASHBOARD = {
+    "dashboard-overview": (125.0, None, ()),
+    "dashboard-detail": (400.0, "gpu-node-1", ()),
+    "dashboard-failure": (400.0, "gpu-node-2", ("e",)),
+}
+
+
+async def _dashboard(name: str, seconds: float, host: str | None, keys: tuple[str, ...]) -> Path:
+    from probes.clock import ManualClock
+    from tui.demo_app import make_demo_app
+
+    clock = ManualClock(1_764_000_000.0)
+    app = make_demo_app(clock=clock)
+    async with app.run_test(size=(160, 48)) as pilot:
+        left = seconds
+        while left > 0:
+            await clock.advance(min(5.0, left))
+            left -= 5.0
+        app.tick()
+        app.flush()
+        await pilot.pause()
+        if host is not None:
+            app.open_detail(host)
+            await pilot.pause()
+        if keys:
+            await pilot.press(*keys)
+        app.flush()
+        await pilot.pause()
+        app.save_screenshot(filename=f"{name}.svg", path=str(HERE))
+    return HERE / f"{name}.svg"
+
+
+def _png(svg: Path, rsvg: str) -> Path:
+    """PNG of ``svg``; librsvg drops a run's leading spaces, so convert a copy with runs shifted."""
+    fixed = svg.with_suffix(".rsvg.svg")
+    fixed.write_text(_RUN_RE.sub(_shift_run, svg.read_text()))
+    png = svg.with_suffix(".png")
+    try:
+        subprocess.run([rsvg, "-o", str(png), str(fixed)], check=True)
+    finally:
+        fixed.unlink()
+    return png
 
 
 def main() -> None:
     rsvg = shutil.which("rsvg-convert")
-    for name, log in SHOTS.items():
-        svg = render(name, log)
-        if rsvg:
-            subprocess.run([rsvg, "-o", str(svg.with_suffix(".png")), str(svg)], check=True)
-        print(svg.with_suffix(".png" if rsvg else ".svg"))
+    svgs = [asyncio.run(_dashboard(name, *spec)) for name, spec in DASHBOARD.items()]
+    svgs += [render(name, log) for name, log in SHOTS.items()]
+    for svg in svgs:
+        print(_png(svg, rsvg) if rsvg else svg)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ async def test_navigate_open_filter_jump_to_error_and_quit():
         assert [c.state.host for c in cards] == ["gpu-node-1", "gpu-node-2", "gpu-node-3", "gpu-node-4"]
         assert app.screen.focused is cards[0]
         text = _screen_text(app)
+        assert "4 hosts: 2 ready · 1 loading · 1 failed" in text
         assert "Restart loop: 3 starts failed, the last with CUDA out of memory" in text
         assert "the start looks hung" in text
 

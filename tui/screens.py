@@ -44,6 +44,20 @@ STALE: the host stopped answering; the card keeps the last known state.
 """
 
 
+def summary(states) -> str:
+    """``4 hosts: 1 ready · 2 loading · 1 failed · 1 stale`` (the header's answer to "up?")."""
+    states = list(states)
+    counts: dict[str, int] = {}
+    for s in states:
+        counts[s.state] = counts.get(s.state, 0) + 1
+    parts = [f"{counts[k]} {k}" for k in ("ready", "loading", "failed", "stopped", "waiting") if counts.get(k)]
+    stale = sum(1 for s in states if s.stale_since is not None)
+    if stale:
+        parts.append(f"{stale} stale")
+    n = len(states)
+    return f"{n} host{'s' if n != 1 else ''}: " + " · ".join(parts) if parts else ""
+
+
 class OverviewScreen(Screen[None]):
     """A grid of host cards (2 columns from 160 columns wide, 1 below; scrolls)."""
 
@@ -57,6 +71,8 @@ class OverviewScreen(Screen[None]):
     def __init__(self, hosts: list[str]) -> None:
         super().__init__()
         self.hosts = hosts
+        self._states: dict[str, HostState] = {}
+        self._ready = False  # set once composed: the app's timers may call in before that
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -68,16 +84,22 @@ class OverviewScreen(Screen[None]):
         return self.query_one(CardGrid)
 
     def update_host(self, state: HostState) -> None:
+        if not self._ready:
+            return
         self.grid.update_host(state)
+        self._states[state.host] = state
+        self.sub_title = summary(self._states.values())
 
     def set_now(self, now: float) -> None:
-        self.grid.set_now(now)
+        if self._ready:
+            self.grid.set_now(now)
 
     def on_mount(self) -> None:
+        self._ready = True
         app = self.app
         now = app.clock.now()  # type: ignore[attr-defined]
         for name in self.hosts:
-            self.grid.update_host(app.watchers[name].state())  # type: ignore[attr-defined]
+            self.update_host(app.watchers[name].state())  # type: ignore[attr-defined]
         self.grid.set_now(now)
         cards = list(self.query(HostCard))
         if cards:
@@ -131,6 +153,7 @@ class DetailScreen(Screen[None]):
         super().__init__()
         self.watcher = watcher
         self.last_seq = 0
+        self._ready = False  # set once composed: the app's timers may call in before that
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -150,13 +173,14 @@ class DetailScreen(Screen[None]):
         return self.query_one(LogPane)
 
     def on_mount(self) -> None:
+        self._ready = True
         self.sub_title = self.watcher.name
         self.update_host(self.watcher.state())
         self.set_now(self.app.clock.now())  # type: ignore[attr-defined]
         self.log_pane.focus()
 
     def update_host(self, state: HostState) -> None:
-        if state.host != self.watcher.name:
+        if state.host != self.watcher.name or not self._ready:
             return
         self.query_one(HostCard).state = state
         self.query_one(PhaseTimeline).update_state(state)
@@ -168,6 +192,8 @@ class DetailScreen(Screen[None]):
             self.log_pane.append(new)
 
     def set_now(self, now: float) -> None:
+        if not self._ready:
+            return
         self.query_one(HostCard).now = now
         state = self.watcher.state()
         self.query_one(PhaseTimeline).update_state(state, now)
