@@ -88,6 +88,10 @@ class HostModel:
                 hist.append((g.mem_fraction, g.util_pct))
             self._seen(event.time)
         elif isinstance(event, Health):
+            if event.rung == "port_closed" and any(f.kind in CONNECTION_KINDS for f in self._failures.values()):
+                # With the host out of reach, a refused tunnel says nothing about the server:
+                # keep the last known rung (the card is stale anyway).
+                return
             self._health = event
             self._seen(event.time)
         elif isinstance(event, ProbeFailure):
@@ -95,6 +99,11 @@ class HostModel:
                 self._failures[event.probe] = event
         elif isinstance(event, ProbeOk):
             self._failures.pop(event.probe, None)
+            # One probe got through, so the connection is back: connection failures of the others
+            # are over too (a quiet journal stream has nothing to say that it reconnected; if it
+            # did not, it fails again on its own).
+            for probe in [p for p, f in self._failures.items() if f.kind in CONNECTION_KINDS]:
+                del self._failures[probe]
         else:
             raise TypeError(f"not an event: {type(event).__name__}")
 

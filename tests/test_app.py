@@ -159,3 +159,49 @@ async def test_both_themes_render(theme):
         app.theme = theme
         await _advance(app, pilot, clock, 200)
         assert "gpu-node-4" in _screen_text(app)
+
+
+def _one_host_app(clock: ManualClock, **changes):
+    """The app on one demo scenario with some of its fields changed (host name, outages...)."""
+    import dataclasses
+
+    from probes.replay import ReplayRunner
+    from probes.watch import HostSpec
+    from tui.app import make_app
+    from tui.config import Config
+    from tui.demo import demo_scenarios
+
+    sc = dataclasses.replace(demo_scenarios(T0)[0].rebased(T0), **changes)
+    spec = HostSpec(sc.host, sc.unit, sc.port, sc.engine)
+    return make_app(Config(hosts=(spec,)), lambda s: ReplayRunner(sc, clock, start=T0), clock)
+
+
+async def test_markup_in_host_and_unit_names_is_shown_literally():
+    clock = ManualClock(T0)
+    app = _one_host_app(clock, host="[bold]gpu-[/]node\x1b[31m-9", unit="[/usr/bin/x].service")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _advance(app, pilot, clock, 200)
+        text = _screen_text(app)
+        assert "[bold]gpu-[/]node-9" in text and "[/usr/bin/x].service" in text
+        app.open_detail("[bold]gpu-[/]node\x1b[31m-9")
+        await pilot.pause()
+        text = _screen_text(app)
+        assert "[/usr/bin/x].service" in text and "\x1b" not in text
+
+
+async def test_a_host_that_drops_its_connection_is_stale_and_keeps_its_state():
+    clock = ManualClock(T0)
+    app = _one_host_app(clock, outages=((170.0, 400.0),))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _advance(app, pilot, clock, 165)
+        before = app.watchers["gpu-node-1"].state()
+        assert before.state == "ready" and before.stale_since is None
+        await _advance(app, pilot, clock, 60)
+        card = app.screen.query_one(HostCard)
+        assert card.has_class("-stale")
+        text = _screen_text(app)
+        assert "STALE since" in text and "No data since" in text
+        # Last known state, not zeros: still ready, GPUs still show their memory.
+        assert "READY" in text and "serving" in text and "71G" in text
+        await _advance(app, pilot, clock, 300)
+        assert not app.screen.query_one(HostCard).has_class("-stale")

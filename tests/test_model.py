@@ -105,6 +105,7 @@ def test_connection_failure_makes_the_host_stale_and_keeps_its_state():
     m.apply(Health(1741437000.0, "serving", 200))
     m.apply(ProbeFailure(1741437100.0, "journal", "closed", "connection lost"))
     m.apply(ProbeFailure(1741437105.0, "unit", "unreachable", "no route to host"))
+    m.apply(Health(1741437110.0, "port_closed", None, "connection refused"))  # the tunnel, not the server
     s = m.state(1741437200.0)
     assert s.stale_since == 1741437100.0
     assert s.state == "ready" and s.readiness == "serving"  # last known, not zeros

@@ -18,6 +18,7 @@ from widgets.detail import GpuHistory, PhaseTimeline, UnitPanel
 from widgets.host_card import HostCard
 from widgets.log_pane import LogPane
 from widgets.overview import CardGrid
+from widgets.text import plain
 
 HELP = """\
 upwatch: is the server up yet?
@@ -174,7 +175,7 @@ class DetailScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self._ready = True
-        self.sub_title = self.watcher.name
+        self.sub_title = plain(self.watcher.name, max_chars=80)  # host text: no escapes
         self.update_host(self.watcher.state())
         self.set_now(self.app.clock.now())  # type: ignore[attr-defined]
         self.log_pane.focus()
