@@ -7,6 +7,7 @@ returns.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from collections.abc import Iterable
 from datetime import datetime, timezone
@@ -14,8 +15,8 @@ from datetime import datetime, timezone
 from probes.journal import Record
 from probes.reader import Reading, StartupReader
 from probes.state import (GpuReading, Health, HostState, LogEntry, PhaseSpan, ProbeFailure, ProbeOk,
-                          UnitState)
-from probes.verdict import judge
+                          UnitState, Verdict)
+from probes.verdict import verdict_for
 
 #: How many log entries a host keeps for the log pane (oldest dropped first).
 LOG_KEEP = 5000
@@ -68,6 +69,7 @@ class HostModel:
         self._newest: float | None = None
         self._reading: Reading | None = None
         self._cached: tuple[int, HostState] | None = None
+        self._judged: tuple[HostState, Verdict | None, HostState] | None = None
 
     # --- events -------------------------------------------------------------------------------
 
@@ -138,6 +140,10 @@ class HostModel:
 
     # --- reading --------------------------------------------------------------------------------
 
+    def failing(self, probe: str) -> bool:
+        """Whether ``probe`` (``journal``, ``unit``, ``gpu``, ``health``) is failing now (cheap)."""
+        return probe in self._failures
+
     def entries_after(self, seq: int) -> list[LogEntry]:
         """Log entries with ``seq`` greater than the one given, oldest first (those still kept)."""
         log = self.log
@@ -153,7 +159,13 @@ class HostModel:
         if cached is None or cached[0] != self.version:
             cached = self._cached = (self.version, self._build())
         base = cached[1]
-        return judge(base, now)
+        v = verdict_for(base, now)
+        judged = self._judged
+        if judged is not None and judged[0] is base and judged[1] == v:
+            return judged[2]  # the same object as last time: consumers can skip it with `is`
+        out = base if v == base.verdict else dataclasses.replace(base, verdict=v)
+        self._judged = (base, v, out)
+        return out
 
     def _build(self) -> HostState:
         r = self.reader.reading()

@@ -160,7 +160,7 @@ class HostWatcher:
         self._apply(ProbeFailure(self.clock.now(), probe, kind, message))
 
     def _ok(self, probe: str) -> None:
-        if self.model.state(self.clock.now()).failure(probe) is not None:
+        if self.model.failing(probe):
             self._apply(ProbeOk(self.clock.now(), probe))
 
     async def _retry(self, delay: float) -> float:

@@ -1,14 +1,15 @@
 """The Textual app: thin. It owns the watchers and the repaint timer; screens do the rest.
 
 Data flow: each :class:`~probes.watch.HostWatcher` marks its host dirty when its model changes
-(cheap, any rate). A real-time timer (``Config.repaint_hz``, at most 10 Hz) takes one snapshot per
-dirty host and hands it to the screens, so state updates coalesce per host while log entries are
+(cheap, any rate). A real-time timer (``Config.repaint_hz``, at most 10 Hz, on the detail screen;
+``Config.overview_hz``, 2 Hz, on the overview) takes one snapshot per dirty host and hands it to the screens, so state updates coalesce per host while log entries are
 never dropped (screens pull them by sequence number). A 1 Hz tick moves the shared "now" that the
 cards' clocks and the stall verdicts read.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from textual.app import App
@@ -47,6 +48,8 @@ class UpwatchApp(App[None]):
                 unit_interval_s=config.unit_interval_s, health_interval_s=config.health_interval_s,
                 gpu_interval_s=config.gpu_interval_s)
         self._dirty: set[str] = set(self.watchers)
+        self._pushed: dict[str, object] = {}
+        self._last_flush = 0.0
         self._start_watchers = start_watchers
         self.repaints = 0
 
@@ -59,7 +62,7 @@ class UpwatchApp(App[None]):
         if self._start_watchers:
             for w in self.watchers.values():
                 self.run_worker(w.run(), name=f"watch {w.name}", group="watchers", exit_on_error=False)
-        self.set_interval(1.0 / min(10.0, max(0.5, self.config.repaint_hz)), self.flush, name="repaint")
+        self.set_interval(1.0 / min(10.0, max(0.5, self.config.repaint_hz)), self._timed_flush, name="repaint")
         self.set_interval(1.0, self.tick, name="clock")
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -74,6 +77,15 @@ class UpwatchApp(App[None]):
     def _mark_dirty(self, watcher: HostWatcher) -> None:
         self._dirty.add(watcher.name)
 
+    def _timed_flush(self) -> None:
+        """The repaint timer: the detail screen at ``repaint_hz``, the overview at ``overview_hz``."""
+        if isinstance(self.screen, OverviewScreen):
+            now = time.monotonic()
+            if now - self._last_flush < 1.0 / max(0.1, self.config.overview_hz) - 0.005:
+                return
+            self._last_flush = now
+        self.flush()
+
     def flush(self) -> None:
         """Take one snapshot per dirty host and give it to the screens (at most ``repaint_hz``)."""
         if not self._dirty:
@@ -82,6 +94,9 @@ class UpwatchApp(App[None]):
         self.repaints += 1
         for name in sorted(dirty):
             state = self.watchers[name].state()
+            if self._pushed.get(name) is state:
+                continue  # nothing new (the model caches its snapshot until it changes)
+            self._pushed[name] = state
             for screen in self.screen_stack:
                 if isinstance(screen, (OverviewScreen, DetailScreen)) and screen.is_mounted:
                     screen.update_host(state)
@@ -98,6 +113,8 @@ class UpwatchApp(App[None]):
 
     def open_detail(self, host: str) -> None:
         """Open the detail screen of ``host``."""
+        self._pushed.clear()  # the new screen needs every host's state once
+        self._dirty.update(self.watchers)
         self.push_screen(DetailScreen(self.watchers[host]))
 
     def action_help(self) -> None:

@@ -19,7 +19,10 @@ class Config:
         hosts: the hosts, in the order their cards are shown.
         title: the window title.
         unit_interval_s, health_interval_s, gpu_interval_s: probe periods (clock seconds).
-        repaint_hz: how often the screen takes new snapshots (real time, at most 10).
+        repaint_hz: how often the detail screen takes new snapshots and log lines (real time, at
+            most 10).
+        overview_hz: how often the overview takes new snapshots (real time; a glance view: 2 is
+            plenty, and it keeps a flood of 32 hosts cheap).
     """
 
     hosts: tuple[HostSpec, ...]
@@ -28,3 +31,4 @@ class Config:
     health_interval_s: float = 2.0
     gpu_interval_s: float = 1.0
     repaint_hz: float = 10.0
+    overview_hz: float = 2.0

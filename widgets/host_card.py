@@ -73,6 +73,14 @@ class _Line(Widget):
         return self._make()
 
 
+def _header_key(s: HostState) -> tuple:
+    return (s.state, s.unit, s.engine, s.readiness, s.restart_counter, s.restart_loop, s.stale_since)
+
+
+def _times_key(s: HostState) -> tuple:
+    return (s.state, s.phase, s.progress, s.phase_began, s.start_began, s.phases, s.starts)
+
+
 class HostCard(Widget, can_focus=True):
     """One host's card (see module docstring).
 
@@ -150,12 +158,14 @@ class HostCard(Widget, can_focus=True):
         def control(self) -> HostCard | None:
             return self.card
 
-    state: reactive[HostState] = reactive(HostState(host="", unit=""), init=False, layout=False)
-    now: reactive[float] = reactive(0.0, init=False, layout=False)
+    state: reactive[HostState] = reactive(HostState(host="", unit=""), init=False, layout=False, repaint=False)
+    now: reactive[float] = reactive(0.0, init=False, layout=False, repaint=False)
 
     def __init__(self, state: HostState, now: float = 0.0, *, name: str | None = None,
                  id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
+        self._shown: HostState | None = None
+        self._verdict_rows = -1
         self.set_reactive(HostCard.state, state)
         self.set_reactive(HostCard.now, now)
 
@@ -171,34 +181,71 @@ class HostCard(Widget, can_focus=True):
 
     def on_mount(self) -> None:
         self._apply(self.state)
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.refresh_lines())
 
     def watch_state(self, state: HostState) -> None:
-        if self.is_mounted:
+        if self.is_mounted and self.children:
             self._apply(state)
 
     def watch_now(self, now: float) -> None:
-        if self.is_mounted:
+        if self.is_mounted and self.children:
             self.query_one("#hc-times", _Line).refresh()
             if self.state.stale_since is not None:
                 self.query_one("#hc-header", _Line).refresh()
 
     def _apply(self, s: HostState) -> None:
-        self.border_title = Content(plain(s.host, max_chars=120) or "?")
-        self.border_subtitle = Content(f"STALE since {hms(s.stale_since)}") if s.stale_since is not None else None
-        for state, cls in STATE_CLASSES.items():
-            self.set_class(s.state == state, cls)
+        """Show ``s``: only what changed since the last state is restyled or redrawn (under a log
+        flood the last line changes ten times a second; the rest of the card rarely does)."""
+        old = self._shown
+        self._shown = s
+        first = old is None
+        if first or s.host != old.host:
+            self.border_title = Content(plain(s.host, max_chars=120) or "?")
+        if first or s.stale_since != old.stale_since:
+            self.border_subtitle = (Content(f"STALE since {hms(s.stale_since)}")
+                                    if s.stale_since is not None else None)
         warning = (s.verdict is not None and s.verdict.level == "warning") or (
             s.restart_loop and s.state != "failed")
-        self.set_class(warning, "-warning")
-        self.set_class(s.stale_since is not None, "-stale")
-        self.query_one(PhaseBar).update_state(s)
-        self.query_one(GpuStrip).update_state(s)
+        want = {STATE_CLASSES.get(s.state, "-waiting")}
+        if warning:
+            want.add("-warning")
+        if s.stale_since is not None:
+            want.add("-stale")
+        if want != set(self.classes):
+            # One restyle for the whole change, not one per class.
+            self.set_classes(want)
+        if first or (s.phase, s.state, s.progress, s.phases) != (old.phase, old.state, old.progress, old.phases):
+            self.query_one(PhaseBar).update_state(s)
+        if first or (s.gpus, s.failures, s.stale_since) != (old.gpus, old.failures, old.stale_since):
+            self.query_one(GpuStrip).update_state(s)
+        lines = {ln.id: ln for ln in self.query_children(_Line)}
+        if first or _header_key(s) != _header_key(old):
+            lines["hc-header"].refresh()
+        if first or _times_key(s) != _times_key(old):
+            lines["hc-times"].refresh()
+        if first or (s.last_line, s.error, s.state) != (old.last_line, old.error, old.state):
+            lines["hc-log"].refresh()
+        if first or (s.verdict, s.hint, s.state) != (old.verdict, old.hint, old.state):
+            verdict = lines["hc-verdict"]
+            level = {f"-{s.verdict.level}"} if s.verdict is not None and f"-{s.verdict.level}" in _LEVEL_CLASSES else set()
+            if level != set(verdict.classes):
+                verdict.set_classes(level)
+            shown = bool(s.verdict is not None or (s.state == "failed" and s.hint))
+            width = max(1, verdict.content_size.width or self.content_size.width or 76)
+            rows = min(3, -(-len(self.verdict_text(s).plain) // width)) if shown else 0
+            if shown != verdict.display or rows != self._verdict_rows:
+                # Its height follows the sentence (1 to 3 lines): only then is a new layout needed
+                # (a stall verdict's "for 3m34s" changes every second, its height does not).
+                verdict.display = shown
+                self._verdict_rows = rows
+                verdict.refresh(layout=True)
+            else:
+                verdict.refresh()
+
+    def refresh_lines(self) -> None:
+        """Redraw every line (after a theme change: colours are taken when a line is drawn)."""
         for line in self.query_children(_Line):
-            line.refresh(layout=line.id == "hc-verdict")
-        verdict = self.query_one("#hc-verdict", _Line)
-        for cls in _LEVEL_CLASSES:
-            verdict.set_class(s.verdict is not None and f"-{s.verdict.level}" == cls, cls)
-        verdict.display = bool(s.verdict is not None or (s.state == "failed" and s.hint))
+            line.refresh()
 
     # --- the lines, as Text (public so a test or a headless view can read them) --------------------
 
