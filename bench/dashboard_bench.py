@@ -166,7 +166,7 @@ class FloodRunner:
     """
 
     def __init__(self, host: str, gate: Gate, *, index: int = 0, rate: float = 200.0, seconds: float = 60.0,
-                 burst_s: float = 0.1, gpus: int = 8) -> None:
+                 burst_s: float = 0.1, gpus: int = 8, pattern: str = "restarts") -> None:
         from probes.clock import WallClock
         from probes.replay import HealthFrame, ReplayRunner, Scenario
 
@@ -193,6 +193,10 @@ class FloodRunner:
         self._server_tpl = server
         msgs = _fixture_messages()
         self._messages = [self._msg_json(m) for m in msgs]
+        # pattern "serving": one start, then the fixture's own serving lines (SGLang's "Prefill
+        # batch" line and uvicorn's POST /generate access line) cycled, as a busy server logs.
+        self._pattern = pattern
+        self._serving = [self._msg_json(m) for m in msgs if "Prefill batch" in m or '"POST /' in m]
         self._pos = 0
         self._server_prefix = b""
         self._pending = self._new_start(first=True)  # systemd's "Started", then the server's lines
@@ -278,6 +282,9 @@ class FloodRunner:
                 body = pending.pop(0)
             elif self._pos == len(msgs):
                 self._pos = 0
+                if self._pattern == "serving":
+                    msgs = self._messages = self._serving
+                    continue
                 pending = self._pending = self._new_start()
                 continue
             else:
@@ -457,6 +464,7 @@ async def _child(mode: str, args: argparse.Namespace) -> dict[str, Any]:
 
     def factory(spec: Any) -> FloodRunner:
         r = FloodRunner(spec.name, gate, index=index[spec.name], rate=args.rate, seconds=args.seconds,
+                        pattern=args.pattern,
                         burst_s=args.burst_ms / 1000.0, gpus=args.gpus)
         runners[spec.name] = r
         return r
@@ -607,7 +615,7 @@ def run_child(mode: str, args: argparse.Namespace) -> dict[str, Any]:
     argv = [sys.executable, os.path.abspath(__file__), "--child", mode, "--result", path,
             "--seconds", str(args.seconds), "--hosts", str(args.hosts), "--rate", str(args.rate),
             "--burst-ms", str(args.burst_ms), "--gpus", str(args.gpus),
-            "--width", str(args.width), "--height", str(args.height)]
+            "--width", str(args.width), "--height", str(args.height), "--pattern", args.pattern]
     if args.profile:
         argv += ["--profile", args.profile]
     t0 = time.perf_counter()
@@ -670,6 +678,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--burst-ms", type=float, default=100.0, help="lines come in bursts this often (default 100)")
     ap.add_argument("--width", type=int, default=160, help="terminal width of the UI run (default 160)")
     ap.add_argument("--height", type=int, default=48, help="terminal height of the UI run (default 48)")
+    ap.add_argument("--pattern", choices=("restarts", "serving"), default="restarts",
+                    help="restarts: the startup log cycled, every pass a new start (each card changes "
+                         "state about twice a second: the worst case); serving: one start, then a busy "
+                         "server's real serving lines (default restarts)")
     ap.add_argument("--quick", action="store_true", help="5-second runs, for trying things")
     ap.add_argument("--no-floor", action="store_true", help="skip the generator-only run")
     ap.add_argument("--json", metavar="OUT", help="where to write the report (default bench/out/dashboard_bench.json)")

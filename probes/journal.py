@@ -95,8 +95,15 @@ def field_texts(value: object) -> tuple[str, ...]:
     if value is None:
         return (TOO_LONG,)
     if isinstance(value, list):
-        if all(type(b) is int for b in value):
-            return (_bytes_text(value),)
+        if value and type(value[0]) is int:
+            try:  # one C call checks every item is an int in 0..255
+                return (bytes(value).decode("utf-8", "replace"),)
+            except (TypeError, ValueError):
+                if all(type(b) is int for b in value):
+                    raise RecordError("a journal byte array holds a value over 255") from None
+                raise RecordError("a journal field list holds something that is not text") from None
+        if not value:
+            return ("",)
         out = []
         for item in value:
             if isinstance(item, str):
