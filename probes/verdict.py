@@ -38,13 +38,18 @@ STALL_AFTER_S = {"starting": 300.0, "download": 300.0, "weights": 300.0, "init":
 
 
 def fmt_span(seconds: float) -> str:
-    """``75`` → ``1m15s``; ``3725`` → ``1h02m``; under a minute ``42s``."""
+    """A span of time, short: ``42s``, ``1m15s``, ``1h02m``, ``2d03h`` (negative reads ``0s``)."""
     s = int(max(0, seconds))
     if s < 60:
         return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+    m, s = divmod(s, 60)
+    if m < 60:
+        return f"{m}m{s:02d}s"
+    h, m = divmod(m, 60)
+    if h < 24:
+        return f"{h}h{m:02d}m"
+    d, h = divmod(h, 24)
+    return f"{d}d{h:02d}h"
 
 
 def _clock(t: float) -> str:

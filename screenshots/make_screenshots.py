@@ -73,25 +73,12 @@ DASHBOARD = {
 
 async def _dashboard(name: str, seconds: float, host: str | None, keys: tuple[str, ...]) -> Path:
     from probes.clock import ManualClock
-    from tui.demo_app import make_demo_app
+    from tui.demo_app import advance_demo, make_demo_app
 
     clock = ManualClock(1_764_000_000.0)
     app = make_demo_app(clock=clock)
     async with app.run_test(size=(160, 48)) as pilot:
-        left = seconds
-        while left > 0:
-            await clock.advance(min(5.0, left))
-            left -= 5.0
-        app.tick()
-        app.flush()
-        await pilot.pause()
-        if host is not None:
-            app.open_detail(host)
-            await pilot.pause()
-        if keys:
-            await pilot.press(*keys)
-        app.flush()
-        await pilot.pause()
+        await advance_demo(app, clock, pilot, seconds, host=host, keys=keys)
         app.save_screenshot(filename=f"{name}.svg", path=str(HERE))
     return HERE / f"{name}.svg"
 

@@ -7,7 +7,7 @@ then look at the report and commit ``tests/__snapshots__``.
 from __future__ import annotations
 
 from probes.clock import ManualClock
-from tui.demo_app import make_demo_app
+from tui.demo_app import advance_demo, make_demo_app
 
 T0 = 1_764_000_000.0
 SIZE = (160, 48)
@@ -19,20 +19,7 @@ def _at(seconds: float, *keys: str, host: str | None = None):
     app = make_demo_app(clock=clock)
 
     async def run_before(pilot) -> None:
-        left = seconds
-        while left > 0:
-            await clock.advance(min(5.0, left))
-            left -= 5.0
-        app.tick()
-        app.flush()
-        await pilot.pause()
-        if host is not None:
-            app.open_detail(host)
-            await pilot.pause()
-        if keys:
-            await pilot.press(*keys)
-        app.flush()
-        await pilot.pause()
+        await advance_demo(app, clock, pilot, seconds, host=host, keys=keys)
 
     return app, run_before
 

@@ -9,8 +9,9 @@ cards' clocks and the stall verdicts read.
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from textual.app import App
 from textual.binding import Binding
@@ -77,17 +78,26 @@ class UpwatchApp(App[None]):
     def _mark_dirty(self, watcher: HostWatcher) -> None:
         self._dirty.add(watcher.name)
 
-    def _timed_flush(self) -> None:
-        """The repaint timer: the detail screen at ``repaint_hz``, the overview at ``overview_hz``."""
+    async def _timed_flush(self) -> None:
+        """The repaint timer: the detail screen at ``repaint_hz``, the overview at ``overview_hz``.
+
+        Hosts are handed over one per event-loop turn, so a flush of 32 changed cards never holds
+        the loop for the whole batch (probes keep reading while the cards restyle)."""
         if isinstance(self.screen, OverviewScreen):
             now = time.monotonic()
             if now - self._last_flush < 1.0 / max(0.1, self.config.overview_hz) - 0.005:
                 return
             self._last_flush = now
-        self.flush()
+        for _ in self._flush_steps():
+            await asyncio.sleep(0)
 
     def flush(self) -> None:
-        """Take one snapshot per dirty host and give it to the screens (at most ``repaint_hz``)."""
+        """Take one snapshot per dirty host and give it to the screens, all at once (tests and
+        the screenshot script call this; the timer uses the stepwise form)."""
+        for _ in self._flush_steps():
+            pass
+
+    def _flush_steps(self) -> Iterator[None]:
         if not self._dirty:
             return
         dirty, self._dirty = self._dirty, set()
@@ -100,6 +110,7 @@ class UpwatchApp(App[None]):
             for screen in self.screen_stack:
                 if isinstance(screen, (OverviewScreen, DetailScreen)) and screen.is_mounted:
                     screen.update_host(state)
+            yield
 
     def tick(self) -> None:
         """The shared 1 Hz clock: cards redraw their durations, verdicts are judged again."""

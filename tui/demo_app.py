@@ -25,3 +25,26 @@ def make_demo_app(speed: float = 10.0, clock: Clock | None = None, start: float 
     config = Config(hosts=tuple(HostSpec(s.host, s.unit, s.port, s.engine) for s in scenarios.values()),
                     title="upwatch demo")
     return make_app(config, lambda spec: ReplayRunner(scenarios[spec.name], clock, start=t0), clock)
+
+
+async def advance_demo(app: UpwatchApp, clock, pilot, seconds: float, *, host: str | None = None,
+                       keys: tuple[str, ...] = (), step_s: float = 5.0) -> None:
+    """Drive a demo app on a :class:`~probes.clock.ManualClock` to a fixed picture: move the clock
+    ``seconds`` on (in ``step_s`` steps, so every probe runs), take the snapshots, open ``host``'s
+    detail screen when given, press ``keys``. Used by the snapshot tests and the screenshot script,
+    so both draw the same thing every time.
+    """
+    left = seconds
+    while left > 0:
+        await clock.advance(min(step_s, left))
+        left -= step_s
+    app.tick()
+    app.flush()
+    await pilot.pause()
+    if host is not None:
+        app.open_detail(host)
+        await pilot.pause()
+    if keys:
+        await pilot.press(*keys)
+    app.flush()
+    await pilot.pause()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import time
 
+from probes.verdict import fmt_span
+
 __all__ = ["hms", "duration", "gib", "PHASE_LABELS", "PHASE_SHORT", "RUNG_WORDS"]
 
 #: Phase ids (``probes.engines.base.PHASES``) as operators read them.
@@ -41,17 +43,7 @@ def duration(seconds: float | None) -> str:
     """
     if seconds is None or not math.isfinite(seconds):
         return "?"
-    s = max(0, int(seconds))
-    if s < 60:
-        return f"{s}s"
-    m, s = divmod(s, 60)
-    if m < 60:
-        return f"{m}m{s:02d}s"
-    h, m = divmod(m, 60)
-    if h < 24:
-        return f"{h}h{m:02d}m"
-    d, h = divmod(h, 24)
-    return f"{d}d{h:02d}h"
+    return fmt_span(seconds)
 
 
 def gib(mib: float | None) -> str:
