@@ -144,6 +144,14 @@ class HostModel:
         """Whether ``probe`` (``journal``, ``unit``, ``gpu``, ``health``) is failing now (cheap)."""
         return probe in self._failures
 
+    def _time_of(self, seq: int) -> float | None:
+        """The time of log entry ``seq``, when it is still kept."""
+        log = self.log
+        if not log:
+            return None
+        i = seq - log[0].seq
+        return log[i].time if 0 <= i < len(log) else None
+
     def entries_after(self, seq: int) -> list[LogEntry]:
         """Log entries with ``seq`` greater than the one given, oldest first (those still kept)."""
         log = self.log
@@ -177,6 +185,13 @@ class HostModel:
             spans.append(PhaseSpan(m.phase, began, dur, m.text))
         unit = self._unit
         start_began = spans[0].began if spans else None
+        # The start began with its first line (a systemd "Started" line comes before the server's
+        # own lines, and the reader's first phase mark can be later than it).
+        first = _iso_to_epoch(r.began)
+        if spans and first is not None and spans[0].began is not None and first < spans[0].began \
+                and spans[0].phase != "starting":
+            spans.insert(0, PhaseSpan("starting", first, spans[0].began - first, ""))
+            start_began = first
         if unit is not None and unit.started_at is not None and unit.running:
             if start_began is None or unit.started_at > start_began:
                 start_began = unit.started_at
@@ -196,6 +211,7 @@ class HostModel:
             phases=tuple(spans), progress=r.progress, start_began=start_began, phase_began=phase_began,
             readiness=_readiness(unit, self._health), health=self._health, unit_state=unit,
             restart_counter=counter, restart_loop=r.restart_loop, starts=r.starts, error=r.error,
+            failed_at=self._time_of(r.error.line) if r.error is not None else None,
             cause=r.cause, hint=r.hint, gpus=self._gpus, gpu_history=hist, last_line=r.last_line,
             last_log_at=self._last_log_at, log_count=self.seq,
             failures=tuple(self._failures[k] for k in sorted(self._failures)), stale_since=stale,

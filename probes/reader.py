@@ -133,6 +133,8 @@ class Reading:
         lines: physical input lines read.
         bad_lines: journal records that could not be read (truncated or invalid JSON).
         last_line: the last non-empty line the server wrote (not systemd), or "".
+        began: the time of the last start's first line (its systemd ``Started`` line, or its first
+            own line), ISO text as in :class:`PhaseMark`, or None.
     """
 
     engine: str
@@ -150,6 +152,7 @@ class Reading:
     lines: int = 0
     bad_lines: int = 0
     last_line: str = ""
+    began: str | None = None
 
     @property
     def phases_seen(self) -> list[str]:
@@ -718,6 +721,7 @@ class StartupReader:
             lines=self.lines,
             bad_lines=self.bad_lines,
             last_line=self._last_line,
+            began=_resolve(cur.first)[0] if cur.first is not None and _resolve(cur.first) else None,
         )
 
     def _hint(self, cur: _Start) -> str:

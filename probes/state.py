@@ -167,10 +167,13 @@ class ProbeOk:
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """One sentence that says what is wrong (or that all is well), with a level from :data:`LEVELS`."""
+    """One sentence that says what is wrong, with a level from :data:`LEVELS` and the rule's id
+    (``stale``, ``not_found``, ``restart_loop``, ``failed``, ``stalled``, ``previous_failed``,
+    ``unhealthy``, ``unit_failed``; "" when not given)."""
 
     level: str
     sentence: str
+    kind: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +208,7 @@ class HostState:
         restart_loop: two or more starts failed with no ready between them.
         starts: starts seen in the journal.
         error: the decisive error line (its ``line`` is a :attr:`LogEntry.seq`), or None.
+        failed_at: when the decisive error line was written (epoch seconds), or None.
         cause: the failed start's cause id, or None. hint: one line to act on, or "".
         gpus: the last GPU sample, or None before any.
         gpu_history: per GPU (index order), recent samples as ``(mem_fraction, util_pct)`` pairs,
@@ -234,6 +238,7 @@ class HostState:
     restart_loop: bool = False
     starts: int = 0
     error: ErrorLine | None = None
+    failed_at: float | None = None
     cause: str | None = None
     hint: str = ""
     gpus: GpuReading | None = None

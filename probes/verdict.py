@@ -68,10 +68,10 @@ def verdict_for(s: HostState, now: float) -> Verdict | None:
     if s.stale_since is not None:
         f = next((f for f in s.failures if f.kind != "command"), None)
         why = f" ({f.message})" if f is not None and f.message else ""
-        return Verdict("warning", f"No data since {_clock(s.stale_since)}{why}; showing the last known state.")
+        return Verdict("warning", kind="stale", sentence=f"No data since {_clock(s.stale_since)}{why}; showing the last known state.")
     u = s.unit_state
     if u is not None and u.load_state == "not-found":
-        return Verdict("error", f"Unit {s.unit} does not exist on this host.")
+        return Verdict("error", kind="not_found", sentence=f"Unit {s.unit} does not exist on this host.")
     cause = s.cause or (s.error.cause if s.error is not None else None)
     gave_up = u is not None and u.active_state == "failed"
     if s.restart_loop:
@@ -83,11 +83,11 @@ def verdict_for(s: HostState, now: float) -> Verdict | None:
             end = "; starting again"
         else:
             end = ""
-        return Verdict("error", f"Restart loop: {failed} starts failed, the last with "
+        return Verdict("error", kind="restart_loop", sentence=f"Restart loop: {failed} starts failed, the last with "
                                 f"{cause_words(cause)}{n}{end}.")
     if s.state == "failed":
         where = PHASE_LABELS.get(s.phase, s.phase)
-        return Verdict("error", f"Start failed in {where}: {cause_words(cause)}.")
+        return Verdict("error", kind="failed", sentence=f"Start failed in {where}: {cause_words(cause)}.")
     if s.state == "loading" and s.last_log_at is not None:
         quiet = now - s.last_log_at
         limit = STALL_AFTER_S.get(s.phase)
@@ -96,18 +96,36 @@ def verdict_for(s: HostState, now: float) -> Verdict | None:
             prog = ""
             if s.progress is not None and s.progress.phase == s.phase:
                 prog = f" at {s.progress.done:g}/{s.progress.total:g}"
-            return Verdict("warning", f"No log line for {fmt_span(quiet)} in {where}{prog}: "
+            return Verdict("warning", kind="stalled", sentence=f"No log line for {fmt_span(quiet)} in {where}{prog}: "
                                       f"the start looks hung.")
     if s.state == "loading" and s.error is not None and s.starts >= 2:
         n = f", restart counter at {s.restart_counter}" if s.restart_counter is not None else ""
-        return Verdict("warning", f"The previous start failed with {cause_words(s.error.cause)}; "
+        return Verdict("warning", kind="previous_failed", sentence=f"The previous start failed with {cause_words(s.error.cause)}; "
                                   f"this is start {s.starts}{n}.")
     if s.state == "ready" and s.readiness in ("port_closed", "http_unhealthy", "inactive"):
         h = s.health.detail if s.health is not None and s.readiness != "inactive" else s.readiness
-        return Verdict("warning", f"The log says ready but the server is not healthy ({h}).")
+        return Verdict("warning", kind="unhealthy", sentence=f"The log says ready but the server is not healthy ({h}).")
     if u is not None and u.active_state == "failed" and s.state not in ("failed",):
-        return Verdict("error", f"Unit {s.unit} is failed (result {u.result or 'unknown'}).")
+        return Verdict("error", kind="unit_failed", sentence=f"Unit {s.unit} is failed (result {u.result or 'unknown'}).")
     return None
+
+
+#: Headlines in the order an operator must see them (worst first).
+HEADLINES = ("failed", "restart loop", "stalled", "loading", "ready", "stopped", "waiting")
+
+
+def headline(s: HostState) -> str:
+    """A host's condition in one or two words, worse than its start's state when the verdict says
+    so: ``failed``, ``restart loop``, ``stalled`` (a loading start gone silent), ``loading``,
+    ``ready``, ``stopped``, ``waiting``."""
+    if s.state == "failed":
+        return "failed"
+    kind = s.verdict.kind if s.verdict is not None else ""
+    if s.restart_loop or kind == "restart_loop":
+        return "restart loop"
+    if kind == "stalled":
+        return "stalled"
+    return s.state if s.state in HEADLINES else "waiting"
 
 
 def judge(s: HostState, now: float) -> HostState:
@@ -118,5 +136,5 @@ def judge(s: HostState, now: float) -> HostState:
     return dataclasses.replace(s, verdict=v)
 
 
-__all__ = ["PHASES", "PHASE_LABELS", "CAUSE_WORDS", "STALL_AFTER_S", "fmt_span", "cause_words",
-           "verdict_for", "judge"]
+__all__ = ["PHASES", "PHASE_LABELS", "CAUSE_WORDS", "STALL_AFTER_S", "HEADLINES", "fmt_span",
+           "cause_words", "headline", "verdict_for", "judge"]

@@ -37,7 +37,7 @@ async def test_navigate_open_filter_jump_to_error_and_quit():
         assert [c.state.host for c in cards] == ["gpu-node-1", "gpu-node-2", "gpu-node-3", "gpu-node-4"]
         assert app.screen.focused is cards[0]
         text = _screen_text(app)
-        assert "4 hosts: 2 ready · 1 loading · 1 failed" in text
+        assert "4 hosts: 1 failed · 1 stalled · 2 ready" in text
         assert "Restart loop: 3 starts failed, the last with CUDA out of memory" in text
         assert "the start looks hung" in text
 
@@ -203,5 +203,6 @@ async def test_a_host_that_drops_its_connection_is_stale_and_keeps_its_state():
         assert "STALE since" in text and "No data since" in text
         # Last known state, not zeros: still ready, GPUs still show their memory.
         assert "READY" in text and "serving" in text and "71G" in text
+        assert "1 host: 1 stale · 1 ready" in text
         await _advance(app, pilot, clock, 300)
         assert not app.screen.query_one(HostCard).has_class("-stale")

@@ -166,3 +166,19 @@ def test_a_start_after_a_failed_one_says_so():
     v = verdict_for(s, 1001.0)
     assert v.level == "warning"
     assert v.sentence == "The previous start failed with CUDA out of memory; this is start 2, restart counter at 1."
+
+
+def test_headline_is_the_worst_that_is_true_and_the_summary_puts_it_first():
+    from probes.state import Verdict
+    from probes.verdict import headline
+    from tui.screens import summary
+
+    ready = _loading(state="ready", phase="ready", progress=None)
+    stalled = _loading(verdict=Verdict("warning", "No log line for 4m00s ...", "stalled"))
+    looping = _loading(restart_loop=True, verdict=Verdict("error", "Restart loop: ...", "restart_loop"))
+    failed = _loading(state="failed")
+    stale = dataclasses.replace(ready, stale_since=5.0)
+    assert [headline(s) for s in (ready, stalled, looping, failed, _loading())] == [
+        "ready", "stalled", "restart loop", "failed", "loading"]
+    assert summary([ready, stalled, looping, failed, stale]) == \
+        "5 hosts: 1 stale · 1 failed · 1 restart loop · 1 stalled · 2 ready"

@@ -197,7 +197,7 @@ async def test_gpu_with_a_note_shows_a_short_word_in_the_error_colour() -> None:
         assert "✗ reset" in screen_text(app)
         t = strip.render_text(76, reading)
         style = next(s.style for s in t.spans if "reset" in t.plain[s.start:s.end])
-        assert style.color == var_color(app, "error")
+        assert style.color == var_color(app, "text-error")
     assert note_word("[Unknown Error]") == "error" and note_word("GPU is lost") == "lost"
 
 
@@ -427,10 +427,10 @@ async def test_card_repaints_in_the_new_theme_colours() -> None:
             raise AssertionError(word)
 
         await pilot.pause()
-        assert colour_of("port closed") == var_color(app, "warning")
+        assert colour_of("port closed") == var_color(app, "text-warning")
         app.theme = "textual-light"
         await pilot.pause()
-        assert colour_of("port closed") == var_color(app, "warning")
+        assert colour_of("port closed") == var_color(app, "text-warning")
         assert colour_of("sglang") == var_color(app, "foreground-muted")
 
 

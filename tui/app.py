@@ -32,6 +32,7 @@ class UpwatchApp(App[None]):
     TITLE = "upwatch"
     BINDINGS = [
         Binding("q", "quit", "Quit"),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("t", "toggle_dark", "Theme"),
     ]

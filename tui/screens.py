@@ -13,6 +13,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Header, Input, Static
 
 from probes.state import HostState
+from probes.verdict import HEADLINES, headline
 from probes.watch import HostWatcher
 from widgets.detail import GpuHistory, PhaseTimeline, UnitPanel
 from widgets.host_card import HostCard
@@ -28,33 +29,38 @@ Overview
   enter / click    open the host's detail screen
   ?                this help
   t                light / dark theme
-  q                quit
+  q, ctrl+c        quit
 
 Detail screen
   /                filter the log (enter keeps it, escape clears it)
   n / N            next / previous line matching the filter
   e                jump to the decisive error line
   f                follow the tail on / off
+  left / right     scroll long lines sideways (e and / go back left)
   escape           back to the overview
 
 Card: host · unit · engine · readiness · restarts, the phase bar
 (current phase lit, progress inside), time in phase and since start,
 GPU memory and utilisation, the last log line, and what is wrong.
-Readiness: inactive → port closed → HTTP unhealthy → healthy → serving.
+Readiness: not running → port closed → HTTP unhealthy → healthy → serving.
+The card's first word is the worst that is true: FAILED, RESTART LOOP,
+STALLED (no log line for minutes while loading), LOADING, READY.
 STALE: the host stopped answering; the card keeps the last known state.
 """
 
 
 def summary(states) -> str:
-    """``4 hosts: 1 ready · 2 loading · 1 failed · 1 stale`` (the header's answer to "up?")."""
+    """``4 hosts: 1 failed · 1 stalled · 2 ready · 1 stale``: the header's answer to "up?", worst
+    first, so a narrow terminal cuts the good news, not the bad."""
     states = list(states)
     counts: dict[str, int] = {}
     for s in states:
-        counts[s.state] = counts.get(s.state, 0) + 1
-    parts = [f"{counts[k]} {k}" for k in ("ready", "loading", "failed", "stopped", "waiting") if counts.get(k)]
+        h = headline(s)
+        counts[h] = counts.get(h, 0) + 1
+    parts = [f"{counts[k]} {k}" for k in HEADLINES if counts.get(k)]
     stale = sum(1 for s in states if s.stale_since is not None)
     if stale:
-        parts.append(f"{stale} stale")
+        parts.insert(0, f"{stale} stale")
     n = len(states)
     return f"{n} host{'s' if n != 1 else ''}: " + " · ".join(parts) if parts else ""
 
@@ -134,7 +140,7 @@ class DetailScreen(Screen[None]):
     DEFAULT_CSS = """
     DetailScreen #body { height: 1fr; }
     DetailScreen LogPane { width: 1fr; height: 1fr; border: round $panel-lighten-2; }
-    DetailScreen #side { width: 52; height: 1fr; }
+    DetailScreen #side { width: 52; max-width: 40%; height: 1fr; }
     DetailScreen #side > * { border: round $panel-lighten-2; height: auto; }
     DetailScreen #filter { dock: bottom; display: none; }
     DetailScreen #filter.-open { display: block; }
@@ -183,10 +189,11 @@ class DetailScreen(Screen[None]):
     def update_host(self, state: HostState) -> None:
         if state.host != self.watcher.name or not self._ready:
             return
+        now = self.app.clock.now()  # type: ignore[attr-defined]
         self.query_one(HostCard).state = state
-        self.query_one(PhaseTimeline).update_state(state)
+        self.query_one(PhaseTimeline).update_state(state, now)
         self.query_one(GpuHistory).update_state(state)
-        self.query_one(UnitPanel).update_state(state)
+        self.query_one(UnitPanel).update_state(state, now)
         new = self.watcher.entries_after(self.last_seq)
         if new:
             self.last_seq = new[-1].seq
@@ -209,6 +216,7 @@ class DetailScreen(Screen[None]):
             box.value = ""
             box.remove_class("-open")
             self.log_pane.set_filter(None)
+            self._say("")
             self.log_pane.focus()
             return
         self.app.pop_screen()
@@ -221,6 +229,8 @@ class DetailScreen(Screen[None]):
     def on_input_changed(self, event: Input.Changed) -> None:
         self.log_pane.set_filter(event.value or None)
         self.log_pane.search(event.value)
+        self.log_pane.scroll_to(x=0, animate=False)  # matches start at the left edge
+        self._say(f"filter: {event.value}" if event.value else "")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.input.remove_class("-open")
@@ -228,9 +238,15 @@ class DetailScreen(Screen[None]):
         self._say(f"filter: {event.value}" if event.value else "")
 
     def action_next_match(self) -> None:
+        if not self.log_pane.search_term:
+            self._say("nothing to step through: press / and type what to look for")
+            return
         self.log_pane.next_match()
 
     def action_prev_match(self) -> None:
+        if not self.log_pane.search_term:
+            self._say("nothing to step through: press / and type what to look for")
+            return
         self.log_pane.prev_match()
 
     def action_error(self) -> None:
@@ -240,6 +256,7 @@ class DetailScreen(Screen[None]):
             return
         self.log_pane.set_filter(None)
         self.query_one("#filter", Input).value = ""
+        self.log_pane.scroll_to(x=0, animate=False)
         if not self.log_pane.jump_to_seq(err.line):
             self._say("the error line is older than the lines kept")
         else:

@@ -75,12 +75,12 @@ class _StateView(Widget):
 
 _DETAIL_CSS = """
     & > .detail--muted { color: $foreground-muted; }
-    & > .detail--ok { color: $success; }
-    & > .detail--current { color: $primary; text-style: bold; }
-    & > .detail--warning { color: $warning; }
-    & > .detail--error { color: $error; text-style: bold; }
-    & > .detail--bar { color: $primary; }
-    & > .detail--util { color: $accent; }
+    & > .detail--ok { color: $text-success; }
+    & > .detail--current { color: $text-primary; text-style: bold; }
+    & > .detail--warning { color: $text-warning; }
+    & > .detail--error { color: $text-error; text-style: bold; }
+    & > .detail--bar { color: $text-primary; }
+    & > .detail--util { color: $text-accent; }
 """
 _DETAIL_CLASSES = {"detail--muted", "detail--ok", "detail--current", "detail--warning", "detail--error",
                    "detail--bar", "detail--util"}
@@ -116,6 +116,10 @@ class PhaseTimeline(_StateView):
                 dur = duration(span.duration_s)
             elif current and state.state == "loading" and now and span.began is not None:
                 dur = duration(now - span.began) + "…"
+            elif current and state.state == "failed" and state.failed_at is not None and span.began is not None:
+                dur = duration(state.failed_at - span.began)
+            elif span.phase == "ready" and now and span.began is not None:
+                dur = "up " + duration(now - span.began)
             else:
                 dur = "…" if current else "?"
             line = Text(no_wrap=True, end="")

@@ -70,11 +70,11 @@ class GpuStrip(Widget):
     GpuStrip {
         height: 2;
         width: 1fr;
-        & > .gpu-strip--bar { color: $primary; }
-        & > .gpu-strip--hot { color: $warning; }
+        & > .gpu-strip--bar { color: $text-primary; }
+        & > .gpu-strip--hot { color: $text-warning; }
         & > .gpu-strip--free { color: $foreground-disabled; }
         & > .gpu-strip--muted { color: $foreground-muted; }
-        & > .gpu-strip--error { color: $error; }
+        & > .gpu-strip--error { color: $text-error; }
     }
     """
 

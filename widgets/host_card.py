@@ -32,6 +32,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from probes.state import HostState
+from probes.verdict import headline
 from widgets.fmt import PHASE_LABELS, RUNG_WORDS, duration, hms
 from widgets.gpu_strip import GpuStrip
 from widgets.phase_bar import PhaseBar, progress_label
@@ -46,7 +47,8 @@ _STATE_WORDS = {"waiting": "WAITING", "loading": "LOADING", "ready": "READY", "f
                 "stopped": "STOPPED"}
 _LEVEL_CLASSES = ("-ok", "-info", "-warning", "-error")
 #: Component class (and bold) of each start state's word and of each readiness rung.
-_STATE_LOOK = {"waiting": "muted", "loading": "busy", "ready": "ok", "failed": "error", "stopped": "warn"}
+_STATE_LOOK = {"waiting": "muted", "loading": "busy", "ready": "ok", "failed": "error", "stopped": "warn",
+               "stalled": "warn", "restart loop": "error"}
 _RUNG_LOOK = {"inactive": ("error", False), "port_closed": ("warn", False), "http_unhealthy": ("warn", False),
               "healthy": ("ok", False), "serving": ("ok", True), "unknown": ("muted", False)}
 _BOLD = Style(bold=True)
@@ -74,11 +76,12 @@ class _Line(Widget):
 
 
 def _header_key(s: HostState) -> tuple:
-    return (s.state, s.unit, s.engine, s.readiness, s.restart_counter, s.restart_loop, s.stale_since)
+    return (s.state, s.unit, s.engine, s.readiness, s.restart_counter, s.restart_loop, s.stale_since,
+            s.verdict.kind if s.verdict is not None else "")
 
 
 def _times_key(s: HostState) -> tuple:
-    return (s.state, s.phase, s.progress, s.phase_began, s.start_began, s.phases, s.starts)
+    return (s.state, s.phase, s.progress, s.phase_began, s.start_began, s.phases, s.starts, s.failed_at)
 
 
 class HostCard(Widget, can_focus=True):
@@ -108,7 +111,7 @@ class HostCard(Widget, can_focus=True):
         border: round $foreground-disabled;
         border-title-color: $foreground;
         border-title-style: bold;
-        border-subtitle-color: $warning;
+        border-subtitle-color: $text-warning;
         border-subtitle-style: bold;
         &.-loading { border: round $primary; }
         &.-ready { border: round $success; }
@@ -129,15 +132,15 @@ class HostCard(Widget, can_focus=True):
         &.-stale:focus { border: heavy $foreground-muted; }
         & > #hc-log { color: $foreground-muted; }
         & > #hc-verdict { height: auto; max-height: 3; text-wrap: wrap; }
-        & > #hc-verdict.-info { color: $accent; }
-        & > #hc-verdict.-warning { color: $warning; }
-        & > #hc-verdict.-error { color: $error; text-style: bold; }
-        & > #hc-verdict.-ok { color: $success; }
+        & > #hc-verdict.-info { color: $text-accent; }
+        & > #hc-verdict.-warning { color: $text-warning; }
+        & > #hc-verdict.-error { color: $text-error; text-style: bold; }
+        & > #hc-verdict.-ok { color: $text-success; }
         & > .host-card--muted { color: $foreground-muted; }
-        & > .host-card--busy { color: $primary; }
-        & > .host-card--ok { color: $success; }
-        & > .host-card--warn { color: $warning; }
-        & > .host-card--error { color: $error; }
+        & > .host-card--busy { color: $text-primary; }
+        & > .host-card--ok { color: $text-success; }
+        & > .host-card--warn { color: $text-warning; }
+        & > .host-card--error { color: $text-error; }
         & > .host-card--stale { background: $warning-muted; color: $text-warning; text-style: bold; }
     }
     """
@@ -260,8 +263,9 @@ class HostCard(Widget, can_focus=True):
             # The border's subtitle says "STALE since HH:MM:SS"; here, how long, in few cells.
             t.append(f"STALE {duration(now - s.stale_since)}" if now else "STALE", self._style("stale"))
             t.append(" ")
-        t.append(_STATE_WORDS.get(s.state, plain(s.state, max_chars=12).upper()),
-                 self._style(_STATE_LOOK[s.state]) + _BOLD if s.state in _STATE_LOOK else _BOLD)
+        word = headline(s)
+        t.append(_STATE_WORDS.get(word, word.upper()),
+                 self._style(_STATE_LOOK[word]) + _BOLD if word in _STATE_LOOK else _BOLD)
         t.append("  ")
         t.append_text(host_text(s.unit, max_chars=60))
         t.append_text(sep)
@@ -302,7 +306,8 @@ class HostCard(Widget, can_focus=True):
             if now and ready_at is not None:
                 parts.append(f"up {duration(now - ready_at)}")
         elif s.state == "failed":
-            end = s.last_log_at if s.last_log_at is not None else s.updated
+            end = s.failed_at if s.failed_at is not None else (
+                s.last_log_at if s.last_log_at is not None else s.updated)
             if end is not None and s.start_began is not None:
                 parts.append(f"failed in {label} after {duration(end - s.start_began)}")
             else:
