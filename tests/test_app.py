@@ -206,3 +206,17 @@ async def test_a_host_that_drops_its_connection_is_stale_and_keeps_its_state():
         assert "1 host: 1 stale · 1 ready" in text
         await _advance(app, pilot, clock, 300)
         assert not app.screen.query_one(HostCard).has_class("-stale")
+
+
+async def test_detail_screen_in_a_small_terminal_gives_the_log_the_room():
+    from tui.demo_app import advance_demo
+
+    clock = ManualClock(T0)
+    app = make_demo_app(clock=clock)
+    async with app.run_test(size=(60, 15)) as pilot:
+        await advance_demo(app, clock, pilot, 200, host="gpu-node-2", keys=("e",))
+        assert not app.screen.query_one("#card").display and not app.screen.query_one("#side").display
+        assert "error line 32: cuda_oom" in _screen_text(app)
+        await pilot.resize_terminal(160, 48)
+        await pilot.pause()
+        assert app.screen.query_one("#card").display and app.screen.query_one("#side").display

@@ -182,6 +182,7 @@ class DetailScreen(Screen[None]):
     def on_mount(self) -> None:
         self._ready = True
         self.sub_title = plain(self.watcher.name, max_chars=80)  # host text: no escapes
+        self.on_resize(None)
         self.update_host(self.watcher.state())
         self.set_now(self.app.clock.now())  # type: ignore[attr-defined]
         self.log_pane.focus()
@@ -198,6 +199,13 @@ class DetailScreen(Screen[None]):
         if new:
             self.last_seq = new[-1].seq
             self.log_pane.append(new)
+
+    def on_resize(self, event) -> None:
+        """Below 30 rows the log needs the card's 11 rows more than the card (the header still
+        names the host, and the timeline and unit panels stay)."""
+        if self._ready:
+            self.query_one(HostCard).display = self.size.height >= 30
+            self.query_one("#side").display = self.size.width >= 80
 
     def set_now(self, now: float) -> None:
         if not self._ready:
