@@ -638,21 +638,14 @@ def run_child(mode: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def machine() -> dict[str, Any]:
-    cpu = platform.processor() or ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for row in f:
-                if row.startswith("model name"):
-                    cpu = row.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    """The machine as ``replay_bench.py`` describes it, plus the load average before the runs."""
+    from replay_bench import machine as replay_machine  # bench/ is on sys.path when run as a script
+
     try:
         load = os.getloadavg()[0]
     except OSError:
         load = None
-    return {"nproc": os.cpu_count(), "cpu": cpu, "python": sys.version.split()[0], "platform": platform.platform(),
-            "loadavg_1m_before": load}
+    return {**replay_machine(), "platform": platform.platform(), "loadavg_1m_before": load}
 
 
 def git_state() -> dict[str, Any]:
