@@ -96,7 +96,7 @@ class HostCard(Widget, can_focus=True):
     click.
     """
 
-    BINDINGS: ClassVar = [Binding("enter", "select", "Details", show=False)]
+    BINDINGS: ClassVar = [Binding("enter", "select", "Details")]
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "host-card--muted", "host-card--busy", "host-card--ok", "host-card--warn", "host-card--error",
