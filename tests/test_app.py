@@ -216,7 +216,21 @@ async def test_detail_screen_in_a_small_terminal_gives_the_log_the_room():
     async with app.run_test(size=(60, 15)) as pilot:
         await advance_demo(app, clock, pilot, 200, host="gpu-node-2", keys=("e",))
         assert not app.screen.query_one("#card").display and not app.screen.query_one("#side").display
-        assert "error line 32: cuda_oom" in _screen_text(app)
+        assert str(app.screen.query_one("#status").render()) == "error line 32: cuda_oom"
         await pilot.resize_terminal(160, 48)
         await pilot.pause()
         assert app.screen.query_one("#card").display and app.screen.query_one("#side").display
+
+
+async def test_a_long_verdict_and_hint_end_in_an_ellipsis_on_the_card():
+    from tui.demo_app import advance_demo
+
+    clock = ManualClock(T0)
+    app = make_demo_app(clock=clock)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await advance_demo(app, clock, pilot, 400)
+        card = list(app.screen.query(HostCard))[1]
+        text = card.verdict_text(card.state).plain
+        assert text.startswith("Restart loop: 3 starts failed") and text.endswith(" …")
+        assert "Hint: GPU memory ran out" in text
+        assert text.rstrip(" …") + " …" == text and " …" in _screen_text(app)

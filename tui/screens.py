@@ -204,8 +204,9 @@ class DetailScreen(Screen[None]):
         """Below 30 rows the log needs the card's 11 rows more than the card (the header still
         names the host, and the timeline and unit panels stay)."""
         if self._ready:
-            self.query_one(HostCard).display = self.size.height >= 30
-            self.query_one("#side").display = self.size.width >= 80
+            size = self.app.size  # the terminal's: known at mount, before this screen's layout
+            self.query_one(HostCard).display = size.height >= 30
+            self.query_one("#side").display = size.width >= 80
 
     def set_now(self, now: float) -> None:
         if not self._ready:

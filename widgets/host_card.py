@@ -353,7 +353,26 @@ class HostCard(Widget, can_focus=True):
                 t.append(f"Hint: {hint}", self._style("muted"))
         t.no_wrap = False
         t.overflow = "ellipsis"
-        return t
+        return self._fit(t, 3)
+
+    def _fit(self, t: Text, rows: int) -> Text:
+        """``t`` cut to ``rows`` wrapped lines, ending in "…" when it was longer (the detail
+        screen has the whole text)."""
+        width = self.content_size.width
+        if width <= 0 or len(t.plain) <= width:
+            return t
+        lines = t.wrap(self.app.console, width)
+        if len(lines) <= rows:
+            return t
+        kept = sum(len(line.plain) for line in lines[:rows]) + (rows - 1)
+        # Leave room: the screen wraps at word boundaries a little differently from Rich.
+        cut = max(0, min(kept, len(t.plain)) - 2 - width // 5)
+        space = t.plain.rfind(" ", 0, cut)
+        out = t[: space if space > cut // 2 else cut]
+        out.rstrip()
+        out.append(" …")
+        out.no_wrap = False
+        return out
 
     # --- input ---------------------------------------------------------------------------------
 
