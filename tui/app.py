@@ -99,7 +99,7 @@ class UpwatchApp(App[None]):
             pass
 
     def _flush_steps(self) -> Iterator[None]:
-        if not self._dirty:
+        if not self._dirty or self._exit:
             return
         dirty, self._dirty = self._dirty, set()
         self.repaints += 1
@@ -115,6 +115,8 @@ class UpwatchApp(App[None]):
 
     def tick(self) -> None:
         """The shared 1 Hz clock: cards redraw their durations, verdicts are judged again."""
+        if self._exit:
+            return  # timers fire until the app has gone; the screens are being torn down
         now = self.clock.now()
         for screen in self.screen_stack:
             if isinstance(screen, (OverviewScreen, DetailScreen)) and screen.is_mounted:

@@ -91,14 +91,14 @@ class OverviewScreen(Screen[None]):
         return self.query_one(CardGrid)
 
     def update_host(self, state: HostState) -> None:
-        if not self._ready:
+        if not self._ready or not self.query(CardGrid):
             return
         self.grid.update_host(state)
         self._states[state.host] = state
         self.sub_title = summary(self._states.values())
 
     def set_now(self, now: float) -> None:
-        if self._ready:
+        if self._ready and self.query(CardGrid):
             self.grid.set_now(now)
 
     def on_mount(self) -> None:
@@ -188,7 +188,7 @@ class DetailScreen(Screen[None]):
         self.log_pane.focus()
 
     def update_host(self, state: HostState) -> None:
-        if state.host != self.watcher.name or not self._ready:
+        if state.host != self.watcher.name or not self._ready or not self.query(HostCard):
             return
         now = self.app.clock.now()  # type: ignore[attr-defined]
         self.query_one(HostCard).state = state
@@ -209,8 +209,8 @@ class DetailScreen(Screen[None]):
             self.query_one("#side").display = size.width >= 80
 
     def set_now(self, now: float) -> None:
-        if not self._ready:
-            return
+        if not self._ready or not self.query(HostCard):
+            return  # not composed yet, or being torn down (the app's timers fire until exit)
         self.query_one(HostCard).now = now
         state = self.watcher.state()
         self.query_one(PhaseTimeline).update_state(state, now)

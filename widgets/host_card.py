@@ -75,6 +75,11 @@ class _Line(Widget):
         return self._make()
 
 
+#: Children a composed card has (header, phases, times, GPUs, log, verdict); fewer while it is
+#: being composed or torn down, when the card must not touch them.
+_LINES = 6
+
+
 def _header_key(s: HostState) -> tuple:
     return (s.state, s.unit, s.engine, s.readiness, s.restart_counter, s.restart_loop, s.stale_since,
             s.verdict.kind if s.verdict is not None else "")
@@ -187,14 +192,15 @@ class HostCard(Widget, can_focus=True):
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self.refresh_lines())
 
     def watch_state(self, state: HostState) -> None:
-        if self.is_mounted and self.children:
+        if self.is_mounted and len(self.children) == _LINES:
             self._apply(state)
 
     def watch_now(self, now: float) -> None:
-        if self.is_mounted and self.children:
-            self.query_one("#hc-times", _Line).refresh()
+        if self.is_mounted and len(self.children) == _LINES:
+            lines = {ln.id: ln for ln in self.query_children(_Line)}
+            lines["hc-times"].refresh()
             if self.state.stale_since is not None:
-                self.query_one("#hc-header", _Line).refresh()
+                lines["hc-header"].refresh()
 
     def _apply(self, s: HostState) -> None:
         """Show ``s``: only what changed since the last state is restyled or redrawn (under a log
