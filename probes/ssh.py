@@ -301,6 +301,9 @@ class SshRunner:
         Synchronous on purpose: it runs in ``finally`` blocks of cancelled tasks and closed
         generators; the waiting happens in a task that :meth:`close` awaits.
         """
+        if proc not in self._live:
+            return  # already being ended (close() and the stream's own finally both get here)
+        self._live.discard(proc)
         running = proc.exit_status is None and proc.exit_signal is None and not proc.is_closing()
         if running:
             with contextlib.suppress(Exception):
@@ -327,7 +330,6 @@ class SshRunner:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(proc.wait_closed(), self.grace_s)
         finally:
-            self._live.discard(proc)
             self._slots.release()
 
     # --- forward -------------------------------------------------------------------------------
@@ -371,7 +373,7 @@ class SshRunner:
         """
         self._closed = True
         for proc in list(self._live):
-            self._end(proc)  # a second TERM is harmless; the reaper frees the slot once
+            self._end(proc)
         if self._reapers:
             await asyncio.wait(set(self._reapers), timeout=3 * self.grace_s)
         for listener in self._listeners.values():

@@ -177,6 +177,7 @@ async def test_close_with_three_streams_open_leaves_no_remote_process(sshd: Sshd
     assert err.value.kind == "closed"
     for it in its:
         await it.aclose()
+    assert r._slots._value == 6  # every slot given back exactly once
 
 
 async def test_more_streams_than_channels_wait_for_a_slot(sshd: Sshd) -> None:
