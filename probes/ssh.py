@@ -1,0 +1,433 @@
+"""A host reached over SSH: :class:`SshRunner`, the :class:`~probes.runner.Runner` for live hosts.
+
+One asyncssh connection per host carries everything: short commands (``run``), long-lived streams
+(``stream``: ``journalctl -f``, ``nvidia-smi -l``) and port forwards (``forward``). The connection is
+opened on first use and opened again on the next use after it dropped. Every failure of asyncssh, of
+the socket or of a time limit leaves this module as a :class:`~probes.runner.ProbeError`.
+
+What OpenSSH does that shapes this module (``shared/reference/FORMATS.md`` section 4, measured
+against OpenSSH 9.2 in ``shared/TESTBED.md`` section 1):
+
+* Each command is one *session* channel; sshd allows ``MaxSessions`` (default 10) at once per
+  connection, and a slot stays taken while the remote process lives, even after the client closed
+  the channel. A semaphore (``max_channels``) keeps us under that; a slot is given back only when the
+  remote process has exited (or the connection is gone). Port forwards do not count.
+* Closing a channel does **not** end the remote process. Two measures end it:
+
+  1. a ``signal`` request (``TERM``, then ``KILL`` after ``grace_s``): OpenSSH >= 7.9 delivers it
+     with ``killpg`` to the session's process group, so the command and its children die;
+  2. for streams, a wrapper that ends the command when the channel's stdin closes, which also
+     covers a dropped connection, where no signal can be sent: ``sh -c`` keeps the channel's stdin
+     on fd 3 for a background ``cat``; when ``cat`` sees end-of-file (the client closed the channel,
+     or sshd's session ended because the connection dropped) it sends ``TERM`` to the command,
+     which was ``exec``-ed in the shell's place and so has the shell's PID (``$$``).
+
+* Output is read as bytes (``encoding=None``): one invalid UTF-8 byte on a text channel makes
+  asyncssh close the whole connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shlex
+import socket
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import asyncssh
+
+from probes.runner import Completed, ProbeError
+
+if TYPE_CHECKING:  # httpx loads rich at import: never at module load in probes (tests/test_imports.py)
+    import httpx
+
+#: The wrapper around every remote command (see the module docstring). ``$@`` is the command; after
+#: ``exec`` it has the shell's PID ``$$``, which sshd made a session and process-group leader, so
+#: ``kill -TERM -$$`` ends the command, its children and the watcher itself. ``cat``'s output goes to
+#: /dev/null so the channel still closes as soon as the command ends; the group's ID cannot be
+#: reused while the watcher, a member, lives.
+_WRAPPER = ('exec 3<&0 </dev/null; '
+            '(cat <&3 >/dev/null 2>&1; kill -TERM -$$ 2>/dev/null || kill -TERM $$) >/dev/null 2>&1 & '
+            'exec "$@" 3<&-')
+
+
+def remote_command(argv: Sequence[str]) -> str:
+    """The remote command line :class:`SshRunner` sends for ``argv``.
+
+    Every argument is ``shlex.quote``-d; the command runs under :data:`_WRAPPER`, so it and its
+    process group get ``TERM`` when the channel's stdin closes. Its own stdin is /dev/null.
+    """
+    return shlex.join(["sh", "-c", _WRAPPER, "sh", *argv])
+
+
+def parse_target(target: str) -> tuple[str | None, str, int | None]:
+    """Split ``[user@]host[:port]`` (IPv6 as ``[addr]:port``) into (user, host, port).
+
+    A bare name may be a ``Host`` alias of the SSH config; user and port are None when not given, so
+    the config (or asyncssh's defaults: the local user, port 22) decides.
+
+    Raises:
+        ValueError: empty host or a port that is not a number in 1..65535.
+    """
+    user: str | None = None
+    rest = target
+    if "@" in rest:
+        user, rest = rest.rsplit("@", 1)
+        user = user or None
+    port: int | None = None
+    if rest.startswith("["):
+        host, sep, tail = rest[1:].partition("]")
+        if not sep:
+            raise ValueError(f"unclosed '[' in SSH target {target!r}")
+        if tail:
+            if not tail.startswith(":"):
+                raise ValueError(f"unexpected text after ']' in SSH target {target!r}")
+            port = _port(tail[1:], target)
+    elif rest.count(":") == 1:
+        host, tail = rest.split(":")
+        port = _port(tail, target)
+    else:
+        host = rest  # a name, an IPv4 address, or a bare IPv6 address
+    if not host:
+        raise ValueError(f"no host in SSH target {target!r}")
+    return user, host, port
+
+
+def _port(text: str, target: str) -> int:
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise ValueError(f"bad port {text!r} in SSH target {target!r}")
+    return int(text)
+
+
+class SshRunner:
+    """Runs commands on one host over one asyncssh connection (lazy; reconnects after a drop).
+
+    Args:
+        target: an SSH config ``Host`` alias, or ``[user@]host[:port]``.
+        known_hosts: known_hosts file(s); None means asyncssh's default (``~/.ssh/known_hosts`` plus
+            ``UserKnownHostsFile``/``GlobalKnownHostsFile`` from the config). Checking cannot be
+            turned off here.
+        client_keys: private key files; None means the config's ``IdentityFile``, else the default
+            ``~/.ssh/id_*`` keys (and the agent).
+        config: SSH client config file(s); None means ``~/.ssh/config`` (asyncssh reads it itself:
+            ``Hostname``, ``Port``, ``User``, ``IdentityFile``, ``ProxyJump`` ...). ``[]`` reads none.
+        connect_timeout: seconds for TCP connect + SSH handshake + login.
+        keepalive_interval: seconds of silence from the server before a keepalive is sent.
+        keepalive_count_max: unanswered keepalives before the connection counts as dropped (so a
+            dead host is noticed after about ``interval * (count_max + 1)`` seconds).
+        max_channels: session channels (``run`` + ``stream``) open at once; keep it under the
+            server's ``MaxSessions`` (OpenSSH default 10). Further calls wait for a free slot.
+        grace_s: seconds a process gets to exit after ``TERM`` before it gets ``KILL``.
+
+    Every method raises :class:`~probes.runner.ProbeError`: ``host_key`` (key unknown or changed;
+    the message says how to fix it), ``auth`` (login refused), ``unreachable`` (DNS, refused,
+    no route), ``timeout`` (no answer in time), ``closed`` (the connection dropped), ``command``
+    (the server refused a channel).
+    """
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        known_hosts: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+        client_keys: Sequence[str | os.PathLike[str]] | None = None,
+        config: Sequence[str | os.PathLike[str]] | None = None,
+        connect_timeout: float = 10.0,
+        keepalive_interval: float = 3.0,
+        keepalive_count_max: int = 3,
+        max_channels: int = 6,
+        grace_s: float = 2.0,
+    ) -> None:
+        self.host = target
+        self._user, self._hostname, self._port = parse_target(target)
+        self._known_hosts = known_hosts
+        self._client_keys = client_keys
+        self._config = config
+        self.connect_timeout = connect_timeout
+        self.keepalive_interval = keepalive_interval
+        self.keepalive_count_max = keepalive_count_max
+        self.grace_s = grace_s
+        self._slots = asyncio.Semaphore(max_channels)
+        self._conn: asyncssh.SSHClientConnection | None = None
+        self._connect_lock = asyncio.Lock()
+        self._listeners: dict[int, asyncssh.SSHListener] = {}
+        self._live: set[asyncssh.SSHClientProcess[Any]] = set()
+        self._reapers: set[asyncio.Task[None]] = set()
+        self._closed = False
+
+    # --- the connection ----------------------------------------------------------------------------
+
+    def _connect_args(self) -> dict[str, Any]:
+        kw: dict[str, Any] = {}
+        if self._port is not None:
+            kw["port"] = self._port
+        if self._user is not None:
+            kw["username"] = self._user
+        if self._config is not None:
+            kw["config"] = [os.fspath(p) for p in self._config]
+        return kw
+
+    async def _connection(self) -> asyncssh.SSHClientConnection:
+        """The open connection, connecting first if there is none or it dropped."""
+        if self._closed:
+            raise ProbeError("closed", f"{self.host}: runner is closed")
+        async with self._connect_lock:
+            if self._conn is not None and not self._conn.is_closed():
+                return self._conn
+            self._forget_connection()
+            kw = self._connect_args()
+            if self._known_hosts is not None:
+                kh = self._known_hosts
+                kw["known_hosts"] = os.fspath(kh) if isinstance(kh, (str, os.PathLike)) else [os.fspath(p) for p in kh]
+            if self._client_keys is not None:
+                kw["client_keys"] = [os.fspath(p) for p in self._client_keys]
+            try:
+                self._conn = await asyncssh.connect(
+                    self._hostname, connect_timeout=self.connect_timeout,
+                    keepalive_interval=self.keepalive_interval,
+                    keepalive_count_max=self.keepalive_count_max, **kw)
+            except asyncssh.HostKeyNotVerifiable as exc:
+                host, port = await self._endpoint()
+                raise ProbeError("host_key", _host_key_message(self.host, host, port, exc.reason)) from None
+            except Exception as exc:
+                raise translate(exc, self.host, connecting=True) from None
+            return self._conn
+
+    async def _endpoint(self) -> tuple[str, int]:
+        """The host name and port the config resolves our target to (for error messages)."""
+        kw = self._connect_args()
+        try:
+            opts = await asyncio.to_thread(asyncssh.SSHClientConnectionOptions, host=self._hostname,
+                                           known_hosts=None, client_keys=None, **kw)
+            return str(opts.host), int(opts.port)
+        except Exception:  # only for a message: fall back to what we were given
+            return self._hostname, self._port or 22
+
+    def _forget_connection(self) -> None:
+        """Drop what belonged to a connection that is gone (its listeners died with it)."""
+        self._conn = None
+        self._listeners.clear()
+
+    # --- run -----------------------------------------------------------------------------------
+
+    async def run(self, argv: Sequence[str], timeout: float = 30.0) -> Completed:
+        """Run ``argv`` on the host (see :func:`remote_command`) and wait for it.
+
+        Args:
+            argv: the command and its arguments.
+            timeout: seconds for everything: a free channel slot, connecting, the command itself. A
+                command still running then gets ``TERM`` (then ``KILL``).
+
+        Returns:
+            The exit status (negative signal number when killed by a signal) and raw stdout/stderr.
+
+        Raises:
+            ProbeError: ``timeout``, ``closed`` (dropped while it ran), or a connect failure's kind.
+        """
+        proc: asyncssh.SSHClientProcess[bytes] | None = None
+        holding = False
+        try:
+            async with asyncio.timeout(timeout):
+                await self._slots.acquire()
+                holding = True
+                conn = await self._connection()
+                proc = await conn.create_process(remote_command(argv), encoding=None)
+                self._live.add(proc)
+                done = await proc.wait()
+        except TimeoutError:
+            raise ProbeError("timeout", f"{self.host}: {argv[0] if argv else 'command'} "
+                                        f"took more than {timeout:g} s") from None
+        except ProbeError:
+            raise
+        except Exception as exc:
+            raise translate(exc, self.host) from None
+        finally:
+            if proc is not None:
+                self._end(proc)
+            elif holding:
+                self._slots.release()
+        if done.exit_status is None and done.exit_signal is None:
+            raise ProbeError("closed", f"{self.host}: connection closed while {argv[0]} ran")
+        out = done.stdout if isinstance(done.stdout, bytes) else b""
+        err = done.stderr if isinstance(done.stderr, bytes) else b""
+        return Completed(tuple(argv), done.returncode if done.returncode is not None else -1, out, err)
+
+    # --- stream --------------------------------------------------------------------------------
+
+    async def stream(self, argv: Sequence[str]) -> AsyncIterator[bytes]:
+        """Start ``argv`` on the host and yield its stdout line by line, as the lines come.
+
+        Lines are bytes with the ``\\n`` removed (invalid UTF-8 stays as it is); stderr is
+        discarded. The iterator ends when the command ends. When it is closed or cancelled early,
+        when the runner closes, or when the connection drops, the remote process is ended (see the
+        module docstring). Holds one channel slot until the remote process has exited.
+
+        Raises:
+            ProbeError: ``closed`` when the connection drops mid-stream, or a connect failure's kind.
+        """
+        await self._slots.acquire()
+        proc: asyncssh.SSHClientProcess[bytes] | None = None
+        try:
+            conn = await self._connection()
+            try:
+                proc = await conn.create_process(remote_command(argv), encoding=None,
+                                                 stderr=asyncssh.DEVNULL)
+            except Exception as exc:
+                raise translate(exc, self.host) from None
+            self._live.add(proc)
+            while True:
+                try:
+                    line = await proc.stdout.readline()
+                except Exception as exc:
+                    raise translate(exc, self.host) from None
+                if not line:
+                    if self._closed:
+                        raise ProbeError("closed", f"{self.host}: runner closed")
+                    return
+                yield line[:-1] if line.endswith(b"\n") else line
+        finally:
+            if proc is not None:
+                self._end(proc)
+            else:
+                self._slots.release()
+
+    # --- ending remote processes ------------------------------------------------------------------
+
+    def _end(self, proc: asyncssh.SSHClientProcess[Any]) -> None:
+        """End ``proc`` remotely (TERM now, KILL after ``grace_s``) and free its slot when it is gone.
+
+        Synchronous on purpose: it runs in ``finally`` blocks of cancelled tasks and closed
+        generators; the waiting happens in a task that :meth:`close` awaits.
+        """
+        if proc not in self._live:
+            return  # already being ended (close() and the stream's own finally both get here)
+        self._live.discard(proc)
+        running = proc.exit_status is None and proc.exit_signal is None and not proc.is_closing()
+        if running:
+            with contextlib.suppress(Exception):
+                proc.send_signal("TERM")
+            with contextlib.suppress(Exception):
+                proc.stdin.write_eof()  # the stream wrapper's cat sees EOF
+        task = asyncio.get_running_loop().create_task(self._reap(proc, running))
+        self._reapers.add(task)
+        task.add_done_callback(self._reapers.discard)
+
+    async def _reap(self, proc: asyncssh.SSHClientProcess[Any], running: bool) -> None:
+        try:
+            if running:
+                try:
+                    await proc.wait(timeout=self.grace_s)  # drains output so sshd can close
+                except asyncssh.TimeoutError:
+                    with contextlib.suppress(Exception):
+                        proc.send_signal("KILL")
+                    with contextlib.suppress(Exception):
+                        await proc.wait(timeout=self.grace_s)
+                except Exception:
+                    pass  # connection gone: the wrapper ends streams; nothing more to do here
+            proc.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(proc.wait_closed(), self.grace_s)
+        finally:
+            self._slots.release()
+
+    # --- forward -------------------------------------------------------------------------------
+
+    async def forward(self, remote_port: int) -> int:
+        """Listen on ``127.0.0.1:<free port>`` and tunnel each connection to the host's
+        ``127.0.0.1:remote_port``. One listener per remote port, reused while the connection lives.
+
+        Nothing listening remotely shows up per connection, not here: the local socket is closed
+        before any HTTP answer (httpx ``RemoteProtocolError``/``ReadError``; FORMATS 3.3).
+
+        Returns:
+            The local port.
+
+        Raises:
+            ProbeError: a connect failure's kind, or ``command`` when the local listen fails.
+        """
+        conn = await self._connection()
+        listener = self._listeners.get(remote_port)
+        if listener is None:
+            try:
+                listener = await conn.forward_local_port("127.0.0.1", 0, "127.0.0.1", remote_port)
+            except OSError as exc:
+                raise ProbeError("command", f"{self.host}: cannot listen locally for port "
+                                            f"{remote_port}: {_os_words(exc)}") from None
+            except Exception as exc:
+                raise translate(exc, self.host) from None
+            self._listeners[remote_port] = listener
+        return listener.get_port()
+
+    def http_transport(self) -> httpx.AsyncBaseTransport | None:
+        """None: HTTP goes over plain TCP to the port :meth:`forward` returned."""
+        return None
+
+    # --- close ---------------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """End every remote process this runner started, stop its forwards, close the connection.
+
+        Waits at most about ``2 * grace_s`` seconds for remote processes to exit. Never raises.
+        """
+        self._closed = True
+        for proc in list(self._live):
+            self._end(proc)
+        if self._reapers:
+            await asyncio.wait(set(self._reapers), timeout=3 * self.grace_s)
+        for listener in self._listeners.values():
+            listener.close()
+        conn, self._conn = self._conn, None
+        self._listeners.clear()
+        if conn is not None:
+            conn.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(conn.wait_closed(), self.grace_s)
+
+
+def _host_key_message(target: str, host: str, port: int, reason: str) -> str:
+    entry = host if port == 22 else f"[{host}]:{port}"
+    keyscan = f"ssh-keyscan {host}" if port == 22 else f"ssh-keyscan -p {port} {host}"
+    return (f"{target}: {reason}. New host: check its key, then {keyscan} >> ~/.ssh/known_hosts. "
+            f"Key changed on purpose (reinstall): ssh-keygen -R '{entry}', then add the new key.")
+
+
+def _os_words(exc: OSError) -> str:
+    """A few words for an OSError: ``Connection refused``, ``Name or service not known`` ..."""
+    if isinstance(exc, socket.gaierror) or not exc.errno or exc.errno < 0:
+        return exc.strerror or str(exc) or type(exc).__name__
+    return os.strerror(exc.errno)  # asyncio's strerror is "Connect call failed (addr)"
+
+
+def translate(exc: BaseException, target: str, *, connecting: bool = False) -> ProbeError:
+    """Turn an asyncssh, socket or time-limit failure into a :class:`ProbeError`.
+
+    Args:
+        exc: what was raised. target: the host as the operator named it (starts the message).
+        connecting: True while opening the connection: an ``OSError`` then means ``unreachable``;
+            later it means the connection broke (``closed``).
+    """
+    if isinstance(exc, ProbeError):
+        return exc
+    if isinstance(exc, asyncssh.HostKeyNotVerifiable):
+        return ProbeError("host_key", f"{target}: {exc.reason}")
+    if isinstance(exc, asyncssh.PermissionDenied):
+        return ProbeError("auth", f"{target}: {exc.reason} (check User, IdentityFile or the agent)")
+    if isinstance(exc, asyncssh.ChannelOpenError):
+        if "connection closed" in exc.reason.lower():
+            return ProbeError("closed", f"{target}: {exc.reason}")
+        return ProbeError("command", f"{target}: the server refused a new channel ({exc.reason}; "
+                                     f"is MaxSessions lower than max_channels?)")
+    if isinstance(exc, (asyncssh.ConnectionLost, asyncssh.DisconnectError)):
+        return ProbeError("closed", f"{target}: {exc.reason}")
+    if isinstance(exc, TimeoutError):  # asyncio.TimeoutError is TimeoutError since 3.11
+        return ProbeError("timeout", f"{target}: no answer in time" + (" (connect)" if connecting else ""))
+    if isinstance(exc, OSError):
+        words = _os_words(exc)
+        if connecting:
+            return ProbeError("unreachable", f"{target}: {words}")
+        return ProbeError("closed", f"{target}: {words}")
+    if isinstance(exc, asyncssh.Error):
+        return ProbeError("closed", f"{target}: {exc.reason}")
+    return ProbeError("closed", f"{target}: {type(exc).__name__}: {exc}")
