@@ -90,7 +90,7 @@ class HostModel:
                 hist.append((g.mem_fraction, g.util_pct))
             self._seen(event.time)
         elif isinstance(event, Health):
-            if event.rung == "port_closed" and any(f.kind in CONNECTION_KINDS for f in self._failures.values()):
+            if event.rung == "port_closed" and self.unreachable():
                 # With the host out of reach, a refused tunnel says nothing about the server:
                 # keep the last known rung (the card is stale anyway).
                 return
@@ -139,6 +139,10 @@ class HostModel:
                              invocation=rec.invocation)
 
     # --- reading --------------------------------------------------------------------------------
+
+    def unreachable(self) -> bool:
+        """Whether some probe lost the connection to the host (and it has not come back)."""
+        return any(f.kind in CONNECTION_KINDS for f in self._failures.values())
 
     def failing(self, probe: str) -> bool:
         """Whether ``probe`` (``journal``, ``unit``, ``gpu``, ``health``) is failing now (cheap)."""

@@ -261,6 +261,11 @@ class HostWatcher:
         last_serving_check: float | None = None
         try:
             while True:
+                if client is not None and self.model.unreachable():
+                    # The connection dropped: its port forward went with it. Forward again once
+                    # the runner has reconnected.
+                    await client.aclose()
+                    client = None
                 try:
                     if client is None:
                         port = await self.runner.forward(self.spec.port)
