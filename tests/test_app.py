@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from probes.clock import ManualClock
-from tui.demo_app import make_demo_app
+from tui.demo_app import advance_demo, make_demo_app
 from tui.screens import DetailScreen, HelpScreen, OverviewScreen
 from widgets.host_card import HostCard
 from widgets.log_pane import LogPane
@@ -13,14 +13,9 @@ from widgets.log_pane import LogPane
 T0 = 1_764_000_000.0
 
 
-async def _advance(app, pilot, clock: ManualClock, seconds: float, step: float = 5.0) -> None:
+async def _advance(app, pilot, clock: ManualClock, seconds: float) -> None:
     """Move simulated time, then let the app take its snapshots and repaint."""
-    while seconds > 0:
-        await clock.advance(min(step, seconds))
-        seconds -= step
-    app.tick()
-    app.flush()
-    await pilot.pause()
+    await advance_demo(app, clock, pilot, seconds)
 
 
 def _screen_text(app) -> str:
