@@ -84,13 +84,17 @@ class UpwatchApp(App[None]):
 
         Hosts are handed over one per event-loop turn, so a flush of 32 changed cards never holds
         the loop for the whole batch (probes keep reading while the cards restyle)."""
-        if isinstance(self.screen, OverviewScreen):
+        if self._exit or not self.screen_stack:
+            return  # the app is going: its timers still fire, its screens are gone
+        if isinstance(self.screen_stack[-1], OverviewScreen):
             now = time.monotonic()
             if now - self._last_flush < 1.0 / max(0.1, self.config.overview_hz) - 0.005:
                 return
             self._last_flush = now
         for _ in self._flush_steps():
             await asyncio.sleep(0)
+            if self._exit:
+                return
 
     def flush(self) -> None:
         """Take one snapshot per dirty host and give it to the screens, all at once (tests and
