@@ -40,21 +40,86 @@ DEFAULT_PORTS = {"sglang": 30000, "vllm": 8000, "tgi": 80, "llamacpp": 8080, "tr
 
 @dataclass(frozen=True, slots=True)
 class HostSpec:
-    """What to watch on one host.
+    """What to watch on one host (one ``[[host]]`` table of ``hosts.toml``, or one quick form).
 
     Attributes:
-        name: the host's name as shown (and, for SSH, connected to).
+        name: the host's name as shown on its card (unique among the hosts).
         unit: the systemd unit of the server, e.g. ``sglang.service``.
-        port: the server's HTTP port on the host.
+        port: the server's HTTP port on the host when ``health_url`` is not given; None means the
+            engine's default (:data:`DEFAULT_PORTS`, from ``engine`` or the one detected in the
+            log; 8000 while unknown).
         engine: force the engine id; None detects it from the log.
-        backlog: journal entries read on first connect (``-n``); the current start should fit.
+        backlog: most journal entries read on first connect (the current start should fit).
+        ssh: how to reach the host: an alias of ``~/.ssh/config``, ``[user@]host[:port]``, or
+            ``"local"`` (this machine, no SSH). None means ``name``.
+        health_url: the server's health endpoint, e.g. ``http://127.0.0.1:30000/health``. A
+            loopback address means loopback *on the host* and goes through an SSH port forward;
+            any other address is fetched directly from here. None: ``/health`` on ``port``.
+        sudo: run ``journalctl`` and ``systemctl`` as ``sudo -n …`` (never prompts).
+        user_unit: a ``systemctl --user`` unit: ``journalctl --user-unit``, ``systemctl --user show``.
     """
 
     name: str
     unit: str
-    port: int = 8000
+    port: int | None = None
     engine: str | None = None
     backlog: int = 5000
+    ssh: str | None = None
+    health_url: str | None = None
+    sudo: bool = False
+    user_unit: bool = False
+
+    @property
+    def target(self) -> str:
+        """The SSH target (``ssh`` or else ``name``); ``"local"`` for this machine."""
+        return self.ssh or self.name
+
+    @property
+    def is_local(self) -> bool:
+        """True when the host is this machine (no SSH)."""
+        return self.target == "local"
+
+
+@dataclass(frozen=True, slots=True)
+class HealthTarget:
+    """Where the health probe goes: ``base_url`` + ``path``; ``tunnel`` when ``port`` is a port on
+    the host's loopback that must be reached through the runner's port forward."""
+
+    base_url: str
+    path: str
+    port: int
+    tunnel: bool
+
+
+_LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]", "0.0.0.0"})
+
+
+def health_target(spec: HostSpec, engine: str | None = None) -> HealthTarget:
+    """Resolve ``spec.health_url`` (or the port default) into a :class:`HealthTarget`.
+
+    Args:
+        spec: the host. engine: the engine detected from the log, used when the spec names none.
+
+    Raises:
+        ValueError: ``health_url`` is not an ``http://`` or ``https://`` URL with a host.
+    """
+    from urllib.parse import urlsplit
+
+    if spec.health_url is None:
+        port = spec.port or DEFAULT_PORTS.get(spec.engine or engine or "", 8000)
+        return HealthTarget(f"http://127.0.0.1:{port}", "/health", port, True)
+    parts = urlsplit(spec.health_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"health_url must be an http:// or https:// URL with a host: {spec.health_url!r}")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    path = parts.path or "/health"
+    if parts.query:
+        path += "?" + parts.query
+    host = parts.hostname
+    if host.lower() in _LOOPBACK_NAMES or host.startswith("127."):
+        return HealthTarget(f"{parts.scheme}://127.0.0.1:{port}", path, port, not spec.is_local)
+    netloc = f"[{host}]" if ":" in host else host
+    return HealthTarget(f"{parts.scheme}://{netloc}:{port}", path, port, False)
 
 
 def journal_argv(unit: str, cursor: str | None, backlog: int) -> list[str]:
