@@ -97,8 +97,12 @@ class HostModel:
             self._health = event
             self._seen(event.time)
         elif isinstance(event, ProbeFailure):
-            if event.probe not in self._failures:
+            known = self._failures.get(event.probe)
+            if known is None:
                 self._failures[event.probe] = event
+            else:
+                # Keep when it began; take the latest reason and attempt count.
+                self._failures[event.probe] = dataclasses.replace(event, time=known.time)
         elif isinstance(event, ProbeOk):
             self._failures.pop(event.probe, None)
             # One probe got through, so the connection is back: connection failures of the others
@@ -206,8 +210,10 @@ class HostModel:
         counter = unit.n_restarts if unit is not None and unit.n_restarts is not None else r.restart_counter
         stale = None
         conn = [f.time for f in self._failures.values() if f.kind in CONNECTION_KINDS]
+        attempt = 0
         if conn:
             stale = min(conn)
+            attempt = max(f.attempt for f in self._failures.values() if f.kind in CONNECTION_KINDS)
         state = "waiting" if self.seq == 0 and r.starts == 0 else r.state
         hist = tuple(tuple(self._gpu_hist[i]) for i in sorted(self._gpu_hist))
         return HostState(
@@ -219,6 +225,7 @@ class HostModel:
             cause=r.cause, hint=r.hint, gpus=self._gpus, gpu_history=hist, last_line=r.last_line,
             last_log_at=self._last_log_at, log_count=self.seq,
             failures=tuple(self._failures[k] for k in sorted(self._failures)), stale_since=stale,
+            reconnect_attempt=attempt,
             updated=self._newest,
         )
 

@@ -103,6 +103,13 @@ class UnitState:
         memory_bytes: ``MemoryCurrent`` in bytes, None for ``[not set]``.
         exec_main_code, exec_main_status: how the main process last ended (1 exited, 2 killed,
             3 dumped; the status is an exit code or a signal number), None when unknown.
+        inactive_exit_at: ``InactiveExitTimestamp`` (when the current activation began, before
+            any ``ExecStartPre``), epoch seconds, or None.
+        started_monotonic_us: ``ExecMainStartTimestampMonotonic`` in microseconds since boot, or
+            None (``0``: never started).
+        invocation_id: ``InvocationID`` (32 hex digits, new for every start; empty before v232 or
+            when never started → None).
+        control_group: ``ControlGroup``, e.g. ``/system.slice/sglang.service``, or None.
     """
 
     time: float
@@ -118,6 +125,10 @@ class UnitState:
     memory_bytes: int | None = None
     exec_main_code: int | None = None
     exec_main_status: int | None = None
+    inactive_exit_at: float | None = None
+    started_monotonic_us: int | None = None
+    invocation_id: str | None = None
+    control_group: str | None = None
 
     @property
     def running(self) -> bool:
@@ -146,13 +157,16 @@ class Health:
 
 @dataclass(frozen=True, slots=True)
 class ProbeFailure:
-    """A probe could not get its data. ``probe`` is ``journal``, ``unit``, ``gpu`` or ``health``;
-    ``kind`` is a :class:`probes.runner.ProbeError` kind; ``message`` is host text (plain)."""
+    """A probe could not get its data. ``probe`` is ``journal``, ``unit``, ``gpu``, ``gpu_apps``
+    or ``health``; ``kind`` is a :class:`probes.runner.ProbeError` kind; ``message`` is host text
+    (plain); ``attempt`` counts the failed connection attempts in a row (0: none yet, e.g. the
+    link just dropped)."""
 
     time: float
     probe: str
     kind: str
     message: str
+    attempt: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +232,7 @@ class HostState:
         log_count: log entries received so far (the newest entry's ``seq``).
         failures: probes currently failing, as ``{probe: ProbeFailure}`` sorted by probe.
         stale_since: when the host stopped answering (all its data is old), or None.
+        reconnect_attempt: failed connection attempts in a row while stale (0 when none yet).
         verdict: what is wrong, in one sentence, or None when nothing is.
         updated: the time of the newest data in this snapshot.
     """
@@ -248,6 +263,7 @@ class HostState:
     log_count: int = 0
     failures: tuple[ProbeFailure, ...] = field(default=())
     stale_since: float | None = None
+    reconnect_attempt: int = 0
     verdict: Verdict | None = None
     updated: float | None = None
 

@@ -48,6 +48,7 @@ SHOW_PROPERTIES: tuple[str, ...] = (
     "StartLimitIntervalUSec",
     "MemoryCurrent",
     "ControlGroup",
+    "InvocationID",
 )
 
 #: Zone abbreviations that name exactly one UTC offset (seconds) in tzdata. Built by walking every
@@ -201,6 +202,10 @@ def parse_show(text: str, time: float) -> UnitState:
         memory_bytes=_bytes(props.get("MemoryCurrent")),
         exec_main_code=_int(props.get("ExecMainCode")),
         exec_main_status=_int(props.get("ExecMainStatus")),
+        inactive_exit_at=parse_timestamp(props.get("InactiveExitTimestamp", "")),
+        started_monotonic_us=_int(props.get("ExecMainStartTimestampMonotonic")) or None,
+        invocation_id=props.get("InvocationID") or None,
+        control_group=props.get("ControlGroup") or None,
     )
 
 

@@ -63,12 +63,29 @@ def cause_words(cause: str | None) -> str:
     return CAUSE_WORDS.get(cause, cause.replace("_", " "))
 
 
+def reconnect_words(s: HostState) -> str:
+    """``reconnecting (attempt 3), last data 12:03:01`` for a stale host (local clock times)."""
+    last = s.updated if s.updated is not None else s.stale_since
+    head = f"reconnecting (attempt {s.reconnect_attempt})" if s.reconnect_attempt else "connection lost, reconnecting"
+    return f"{head}, last data {_clock(last)}" if last is not None else head
+
+
+def _stale(s: HostState) -> Verdict:
+    conn = [f for f in s.failures if f.kind != "command"]
+    login = next((f for f in conn if f.kind in ("host_key", "auth")), None)
+    if login is not None:
+        # Retrying will not help: the operator must act (the message says how).
+        return Verdict("error", kind="ssh", sentence=f"SSH login failed: {login.message}")
+    f = conn[0] if conn else None
+    why = f" ({f.message})" if f is not None and f.message else ""
+    return Verdict("warning", kind="stale",
+                   sentence=f"{reconnect_words(s).capitalize()}{why}; showing the last known state.")
+
+
 def verdict_for(s: HostState, now: float) -> Verdict | None:
     """The verdict for ``s`` at ``now`` (epoch seconds), or None when nothing is wrong."""
     if s.stale_since is not None:
-        f = next((f for f in s.failures if f.kind != "command"), None)
-        why = f" ({f.message})" if f is not None and f.message else ""
-        return Verdict("warning", kind="stale", sentence=f"No data since {_clock(s.stale_since)}{why}; showing the last known state.")
+        return _stale(s)
     u = s.unit_state
     if u is not None and u.load_state == "not-found":
         return Verdict("error", kind="not_found", sentence=f"Unit {s.unit} does not exist on this host.")

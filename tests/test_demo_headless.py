@@ -98,7 +98,7 @@ async def test_journal_resumes_after_cursor_across_an_outage():
         await clock.advance(75)
         mid = watcher.state()
         assert mid.stale_since is not None and mid.verdict is not None
-        assert mid.verdict.sentence.startswith("No data since")
+        assert mid.verdict.sentence.startswith("Connection lost, reconnecting, last data ")
         assert mid.log_count > 0  # last known state kept
         await clock.advance(300)
         end = watcher.state()

@@ -110,10 +110,25 @@ def test_connection_failure_makes_the_host_stale_and_keeps_its_state():
     assert s.stale_since == 1741437100.0
     assert s.state == "ready" and s.readiness == "serving"  # last known, not zeros
     assert s.verdict is not None and s.verdict.level == "warning"
-    assert "No data since" in s.verdict.sentence and "connection lost" in s.verdict.sentence
+    assert s.verdict.sentence.startswith("Connection lost, reconnecting, last data ")
+    assert "(connection lost)" in s.verdict.sentence and s.reconnect_attempt == 0
+    m.apply(ProbeFailure(1741437120.0, "unit", "unreachable", "no route to host", attempt=3))
+    s = m.state(1741437200.0)
+    assert s.reconnect_attempt == 3 and s.stale_since == 1741437100.0
+    assert s.verdict.sentence.startswith("Reconnecting (attempt 3), last data ")
+    assert s.failure("unit").time == 1741437105.0  # when it began, with the latest attempt count
     m.apply(ProbeOk(1741437300.0, "journal"))
     m.apply(ProbeOk(1741437300.0, "unit"))
     assert m.state(1741437300.0).stale_since is None
+
+
+def test_a_refused_login_is_an_error_that_says_how_to_fix_it():
+    m = HostModel("h", "u.service")
+    m.apply(ProbeFailure(5.0, "unit", "host_key", "h: Host key is not trusted. New host: ssh-keyscan h >> ~/.ssh/known_hosts", attempt=1))
+    s = m.state(6.0)
+    assert s.stale_since == 5.0 and s.verdict is not None
+    assert (s.verdict.level, s.verdict.kind) == ("error", "ssh")
+    assert s.verdict.sentence.startswith("SSH login failed: h: Host key is not trusted") and "ssh-keyscan" in s.verdict.sentence
 
 
 def test_command_failure_degrades_only_its_cell():

@@ -93,18 +93,22 @@ def test_fixture_parses_to_the_readme_values(name: str) -> None:
     (unit, load, active, sub, result, n_restarts, main_pid, code, status, memory,
      started, active_since, inactive_exit, state_change) = CASES[name]
     state = parse_show(read(name), NOW)
+    props = parse_properties(read(name))
     assert state == UnitState(
         time=NOW, unit=unit, load_state=load, active_state=active, sub_state=sub, result=result,
         n_restarts=n_restarts, main_pid=main_pid, started_at=started, active_since=active_since,
-        memory_bytes=memory, exec_main_code=code, exec_main_status=status)
-    props = parse_properties(read(name))
+        memory_bytes=memory, exec_main_code=code, exec_main_status=status,
+        inactive_exit_at=inactive_exit, started_monotonic_us=int(props["ExecMainStartTimestampMonotonic"]) or None,
+        invocation_id=None, control_group=props["ControlGroup"] or None)
     assert parse_timestamp(props["InactiveExitTimestamp"]) == inactive_exit
     assert parse_timestamp(props["StateChangeTimestamp"]) == state_change
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_fixture_holds_exactly_the_properties_asked_for(name: str) -> None:
-    assert set(parse_properties(read(name))) == set(SHOW_PROPERTIES)
+    # The fixtures were captured before InvocationID joined the list (CAPTURED_P).
+    assert set(parse_properties(read(name))) == set(SHOW_PROPERTIES) - {"InvocationID"}
+    assert set(CAPTURED_P.split(",")) == set(SHOW_PROPERTIES) - {"InvocationID"}
 
 
 def test_exit_status_was_zero_for_every_file_even_not_found() -> None:
@@ -129,12 +133,12 @@ def test_property_order_does_not_matter() -> None:
 
 
 def test_show_properties_are_the_fixtures_p_list() -> None:
-    assert ",".join(SHOW_PROPERTIES) == CAPTURED_P
+    assert ",".join(SHOW_PROPERTIES) == CAPTURED_P + ",InvocationID"
 
 
 def test_show_argv_shape() -> None:
     argv = show_argv("sglang.service")
-    assert argv == ["systemctl", "show", "sglang.service", "-p", CAPTURED_P, "--no-pager"]
+    assert argv == ["systemctl", "show", "sglang.service", "-p", CAPTURED_P + ",InvocationID", "--no-pager"]
 
 
 def test_show_argv_keeps_a_hostile_unit_name_as_one_item() -> None:
@@ -273,3 +277,19 @@ def test_parse_show_raises_only_value_error(text: str) -> None:
     except ValueError:
         return
     assert state.unit and state.active_state
+
+
+def test_invocation_id_and_control_group_are_read() -> None:
+    text = read("active-running.txt") + "InvocationID=0f5c6b0e2d1e4b0c9a8f7e6d5c4b3a29\n"
+    state = parse_show(text, NOW)
+    assert state.invocation_id == "0f5c6b0e2d1e4b0c9a8f7e6d5c4b3a29"
+    assert state.control_group == "/system.slice/sglang.service"
+    assert state.started_monotonic_us == 2303348559
+    assert state.inactive_exit_at == 1795971889.0
+
+
+def test_show_argv_asks_for_what_the_model_needs() -> None:
+    props = show_argv("sglang.service")[4].split(",")
+    for name in ("LoadState", "ActiveState", "SubState", "Result", "NRestarts", "MainPID", "InvocationID",
+                 "ExecMainStartTimestampMonotonic", "ExecMainCode", "ExecMainStatus", "ControlGroup"):
+        assert name in props

@@ -297,11 +297,11 @@ async def test_stale_card_says_so_and_keeps_the_last_known_values() -> None:
     async with app.run_test(size=(80, 13)) as pilot:
         await pilot.pause()
         before = screen_text(app)
-        card.state = loading_state(stale_since=T0 + 300)
+        card.state = loading_state(stale_since=T0 + 300, updated=T0 + 290, reconnect_attempt=3)
         await pilot.pause()
         text = screen_text(app)
         assert card.has_class("-stale")
-        assert "STALE since 22:18:20" in text and "STALE 1m40s" in text.splitlines()[1]
+        assert "STALE · reconnecting (attempt 3), last data 22:18:10" in text and "STALE 1m40s" in text.splitlines()[1]
         for kept in ("70G", "99%", "batches 3/13", "Capture cuda graph begin.", "port closed"):
             assert kept in before and kept in text, kept
         assert " 0%" not in text and "0.0G" not in text
@@ -376,7 +376,7 @@ async def test_eight_cards_fit_a_160x48_terminal_in_two_columns() -> None:
         assert {c.region.x for c in cards} == {0, 80}
         assert grid.max_scroll_y == 0
         text = screen_text(app)
-        assert all(f"gpu-{i}" in text for i in range(8)) and "STALE since" in text
+        assert all(f"gpu-{i}" in text for i in range(8)) and "STALE · " in text
 
 
 async def test_grid_is_one_column_below_160_and_scrolls() -> None:

@@ -32,8 +32,8 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from probes.state import HostState
-from probes.verdict import headline
-from widgets.fmt import PHASE_LABELS, RUNG_WORDS, duration, hms
+from probes.verdict import headline, reconnect_words
+from widgets.fmt import PHASE_LABELS, RUNG_WORDS, duration
 from widgets.gpu_strip import GpuStrip
 from widgets.phase_bar import PhaseBar, progress_label
 from widgets.text import host_text, plain
@@ -210,8 +210,8 @@ class HostCard(Widget, can_focus=True):
         first = old is None
         if first or s.host != old.host:
             self.border_title = Content(plain(s.host, max_chars=120) or "?")
-        if first or s.stale_since != old.stale_since:
-            self.border_subtitle = (Content(f"STALE since {hms(s.stale_since)}")
+        if first or (s.stale_since, s.reconnect_attempt) != (old.stale_since, old.reconnect_attempt):
+            self.border_subtitle = (Content(f"STALE · {reconnect_words(s)}")
                                     if s.stale_since is not None else None)
         warning = (s.verdict is not None and s.verdict.level == "warning") or (
             s.restart_loop and s.state != "failed")
