@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from probes.state import GpuReading, GpuSample
+from probes.state import GpuProcess, GpuReading, GpuSample
 
 #: The ``--query-gpu`` fields, in the order :class:`GpuSample` is read from.
 QUERY_FIELDS: tuple[str, ...] = (
@@ -180,6 +180,46 @@ def parse_query(text: str, time: float, *, returncode: int = 0) -> GpuReading:
         message, fatal = _classify(text, returncode)
         raise GpuError(message, fatal)
     return GpuReading(time=time, gpus=tuple(sorted(gpus, key=lambda g: g.index)))
+
+
+#: The ``--query-compute-apps`` fields, in the order :func:`parse_compute_apps` reads them.
+COMPUTE_FIELDS: tuple[str, ...] = ("pid", "process_name", "used_memory", "gpu_uuid")
+
+
+def compute_apps_argv() -> list[str]:
+    """The ``nvidia-smi`` command listing processes that hold GPU memory (one row per process and
+    GPU): ``["nvidia-smi", "--query-compute-apps=pid,process_name,used_memory,gpu_uuid",
+    "--format=csv,noheader,nounits"]``."""
+    return ["nvidia-smi", "--query-compute-apps=" + ",".join(COMPUTE_FIELDS), "--format=csv,noheader,nounits"]
+
+
+def parse_compute_apps(text: str, uuid_index: dict[str, int] | None = None) -> tuple[GpuProcess, ...]:
+    """Parse the :func:`compute_apps_argv` output.
+
+    Format of ``nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid
+    --format=csv,noheader,nounits`` (FORMATS.md 1.3; fixtures ``compute-apps.*.csv``): ``51873,
+    sglang::scheduler_TP0, 73072, GPU-…``. No process: empty output, exit 0. The name is what
+    ``/proc/PID/cmdline`` shows (engines set titles) and may hold commas, so the row is read
+    outside-in. Memory is MiB; ``[N/A]`` (Windows WDDM, restricted containers) gives None, and so
+    does ``[Insufficient Permissions]`` as a name (kept as the name text).
+
+    Args:
+        text: stdout. uuid_index: GPU uuid → index from the last ``--query-gpu`` sample, so each
+            process gets its GPU's index (None when the uuid is unknown).
+
+    Returns:
+        The processes in output order; lines that are not rows are skipped.
+    """
+    out = []
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().split(",")]
+        if len(cells) < 4 or not (cells[0].isascii() and cells[0].isdigit()):
+            continue
+        uuid = cells[-1]
+        name = ", ".join(cells[1:-2])
+        out.append(GpuProcess(pid=int(cells[0]), name=name, mem_mib=_int_cell(cells[-2]), gpu_uuid=uuid,
+                              gpu_index=(uuid_index or {}).get(uuid)))
+    return tuple(out)
 
 
 def classify_error(output: str, returncode: int) -> str:

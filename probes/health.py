@@ -61,6 +61,7 @@ async def probe_health(
     *,
     serving_check: bool = False,
     timeout_s: float = 5.0,
+    path: str = HEALTH_PATH,
 ) -> Health:
     """Probe the server once. Never raises for an HTTP or transport failure.
 
@@ -71,6 +72,7 @@ async def probe_health(
         serving_check: when ``/health`` is 2xx, also list ``/v1/models`` and ask the first model
             for one token (``POST /v1/completions``, ``max_tokens`` 1, temperature 0).
         timeout_s: limit in seconds for each request.
+        path: the health endpoint's path (``/health``; a configured ``health_url``'s path).
 
     Returns:
         The rung reached, with the ``/health`` status, a one-line ``detail`` and ``latency_s``
@@ -78,7 +80,7 @@ async def probe_health(
     """
     began = _time.perf_counter()
     try:
-        response = await client.get(HEALTH_PATH, timeout=timeout_s)
+        response = await client.get(path, timeout=timeout_s)
     except Exception as exc:  # every failure is a rung, never a crash
         rung, detail = _failure(exc, timeout_s)
         return Health(time=time, rung=rung, detail=detail)

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 
 from probes.journal import Record
 from probes.reader import Reading, StartupReader
-from probes.state import (GpuReading, Health, HostState, LogEntry, PhaseSpan, ProbeFailure, ProbeOk,
+from probes.state import (GpuApps, GpuReading, Health, HostState, LogEntry, PhaseSpan, ProbeFailure, ProbeOk,
                           UnitState, Verdict)
 from probes.verdict import verdict_for
 
@@ -63,6 +63,7 @@ class HostModel:
         self._unit: UnitState | None = None
         self._health: Health | None = None
         self._gpus: GpuReading | None = None
+        self._gpu_apps: GpuApps | None = None
         self._gpu_hist: dict[int, deque[tuple[float | None, int | None]]] = {}
         self._failures: dict[str, ProbeFailure] = {}
         self._last_log_at: float | None = None
@@ -88,6 +89,9 @@ class HostModel:
                 if hist is None:
                     hist = self._gpu_hist[g.index] = deque(maxlen=GPU_HISTORY)
                 hist.append((g.mem_fraction, g.util_pct))
+            self._seen(event.time)
+        elif isinstance(event, GpuApps):
+            self._gpu_apps = event
             self._seen(event.time)
         elif isinstance(event, Health):
             if event.rung == "port_closed" and self.unreachable():
@@ -222,7 +226,7 @@ class HostModel:
             readiness=_readiness(unit, self._health), health=self._health, unit_state=unit,
             restart_counter=counter, restart_loop=r.restart_loop, starts=r.starts, error=r.error,
             failed_at=self._time_of(r.error.line) if r.error is not None else None,
-            cause=r.cause, hint=r.hint, gpus=self._gpus, gpu_history=hist, last_line=r.last_line,
+            cause=r.cause, hint=r.hint, gpus=self._gpus, gpu_apps=self._gpu_apps, gpu_history=hist, last_line=r.last_line,
             last_log_at=self._last_log_at, log_count=self.seq,
             failures=tuple(self._failures[k] for k in sorted(self._failures)), stale_since=stale,
             reconnect_attempt=attempt,

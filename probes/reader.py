@@ -297,6 +297,11 @@ class StartupReader:
         self._numbered = False
         self._number: int | None = None  # the leading number of the line before, if it had one
 
+    @property
+    def engine(self) -> str | None:
+        """The engine id once the log named it for sure (or it was forced), else None."""
+        return self._engine if self._committed else None
+
     # --- feeding ---------------------------------------------------------------------------------
 
     def feed_bytes(self, raw: bytes, lineno: int | None = None) -> None:

@@ -26,6 +26,7 @@ ERROR_KINDS = {
     "timeout": "timed out",
     "closed": "connection closed",
     "command": "command failed",
+    "permission": "not allowed",
 }
 
 
@@ -34,7 +35,7 @@ class ProbeError(Exception):
 
     Args:
         kind: one of :data:`ERROR_KINDS` (``unreachable``, ``auth``, ``host_key``, ``timeout``,
-            ``closed``, ``command``).
+            ``closed``, ``command``, ``permission``).
         message: one line for an operator (host text; show it as plain text, never markup).
     """
 

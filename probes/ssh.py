@@ -33,6 +33,7 @@ import contextlib
 import os
 import shlex
 import socket
+import time
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -120,6 +121,9 @@ class SshRunner:
         max_channels: session channels (``run`` + ``stream``) open at once; keep it under the
             server's ``MaxSessions`` (OpenSSH default 10). Further calls wait for a free slot.
         grace_s: seconds a process gets to exit after ``TERM`` before it gets ``KILL``.
+        reconnect_s, reconnect_max_s: after a failed connect, the next one waits ``reconnect_s``
+            seconds, doubling per failure up to ``reconnect_max_s`` (30 s); calls in between fail
+            at once with the last error. :attr:`attempts` counts failed connects in a row.
 
     Every method raises :class:`~probes.runner.ProbeError`: ``host_key`` (key unknown or changed;
     the message says how to fix it), ``auth`` (login refused), ``unreachable`` (DNS, refused,
@@ -139,6 +143,8 @@ class SshRunner:
         keepalive_count_max: int = 3,
         max_channels: int = 6,
         grace_s: float = 2.0,
+        reconnect_s: float = 1.0,
+        reconnect_max_s: float = 30.0,
     ) -> None:
         self.host = target
         self._user, self._hostname, self._port = parse_target(target)
@@ -156,6 +162,12 @@ class SshRunner:
         self._live: set[asyncssh.SSHClientProcess[Any]] = set()
         self._reapers: set[asyncio.Task[None]] = set()
         self._closed = False
+        self.reconnect_s = reconnect_s
+        self.reconnect_max_s = reconnect_max_s
+        #: Failed connection attempts in a row (0 once connected). Shown as "attempt N".
+        self.attempts = 0
+        self._retry_at = 0.0
+        self._last_error: ProbeError | None = None
 
     # --- the connection ----------------------------------------------------------------------------
 
@@ -177,6 +189,9 @@ class SshRunner:
             if self._conn is not None and not self._conn.is_closed():
                 return self._conn
             self._forget_connection()
+            if self._last_error is not None and time.monotonic() < self._retry_at:
+                # Backing off: every probe asks, only one connect per interval goes out.
+                raise ProbeError(self._last_error.kind, self._last_error.message)
             kw = self._connect_args()
             if self._known_hosts is not None:
                 kh = self._known_hosts
@@ -190,10 +205,20 @@ class SshRunner:
                     keepalive_count_max=self.keepalive_count_max, **kw)
             except asyncssh.HostKeyNotVerifiable as exc:
                 host, port = await self._endpoint()
-                raise ProbeError("host_key", _host_key_message(self.host, host, port, exc.reason)) from None
+                raise self._failed(ProbeError("host_key", _host_key_message(self.host, host, port, exc.reason))) from None
             except Exception as exc:
-                raise translate(exc, self.host, connecting=True) from None
+                raise self._failed(translate(exc, self.host, connecting=True)) from None
+            self.attempts = 0
+            self._last_error = None
             return self._conn
+
+    def _failed(self, error: ProbeError) -> ProbeError:
+        """Count a failed connect and schedule the next one (exponential backoff, capped)."""
+        self.attempts += 1
+        delay = min(self.reconnect_s * 2 ** (self.attempts - 1), self.reconnect_max_s)
+        self._retry_at = time.monotonic() + delay
+        self._last_error = error
+        return error
 
     async def _endpoint(self) -> tuple[str, int]:
         """The host name and port the config resolves our target to (for error messages)."""

@@ -86,6 +86,31 @@ class GpuReading:
 
 
 @dataclass(frozen=True, slots=True)
+class GpuProcess:
+    """A process holding GPU memory (one row of ``nvidia-smi --query-compute-apps``).
+
+    Attributes:
+        pid: the host PID. name: its ``process_name`` (the process title, e.g.
+            ``sglang::scheduler_TP0``; host text). mem_mib: memory it holds on that GPU, MiB, or None
+            when not available. gpu_uuid: the GPU's uuid. gpu_index: the GPU's index when known.
+    """
+
+    pid: int
+    name: str
+    mem_mib: int | None
+    gpu_uuid: str
+    gpu_index: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuApps:
+    """All processes holding GPU memory on a host at ``time`` (epoch seconds)."""
+
+    time: float
+    apps: tuple[GpuProcess, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class UnitState:
     """The unit as ``systemctl show`` reports it (format of systemd 252; see FORMATS.md 2.6).
 
@@ -225,6 +250,8 @@ class HostState:
         failed_at: when the decisive error line was written (epoch seconds), or None.
         cause: the failed start's cause id, or None. hint: one line to act on, or "".
         gpus: the last GPU sample, or None before any.
+        gpu_apps: the processes holding GPU memory at the last look (every few seconds), or None
+            before any look.
         gpu_history: per GPU (index order), recent samples as ``(mem_fraction, util_pct)`` pairs,
             oldest first; either value may be None.
         last_line: the last meaningful line the server wrote (host text), or "".
@@ -257,6 +284,7 @@ class HostState:
     cause: str | None = None
     hint: str = ""
     gpus: GpuReading | None = None
+    gpu_apps: GpuApps | None = None
     gpu_history: tuple[tuple[tuple[float | None, int | None], ...], ...] = ()
     last_line: str = ""
     last_log_at: float | None = None

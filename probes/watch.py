@@ -27,9 +27,9 @@ from probes import health as health_probe
 from probes import unit as unit_probe
 from probes.clock import Clock
 from probes.journal import RecordError, parse_record
-from probes.model import HostModel
+from probes.model import CONNECTION_KINDS, HostModel
 from probes.runner import ProbeError, Runner
-from probes.state import GpuReading, GpuSample, HostState, LogEntry, ProbeFailure, ProbeOk
+from probes.state import GpuApps, GpuReading, GpuSample, HostState, LogEntry, ProbeFailure, ProbeOk
 
 if TYPE_CHECKING:  # httpx loads rich at import when rich is installed; probes import it lazily
     import httpx
@@ -122,14 +122,60 @@ def health_target(spec: HostSpec, engine: str | None = None) -> HealthTarget:
     return HealthTarget(f"{parts.scheme}://{netloc}:{port}", path, port, False)
 
 
-def journal_argv(unit: str, cursor: str | None, backlog: int) -> list[str]:
-    """``journalctl`` follow command for ``unit``: resume after ``cursor`` or start ``backlog`` back."""
-    argv = ["journalctl", "-u", unit, "-o", "json", "-a", "-f", "--no-pager"]
+def journal_argv(unit: str, cursor: str | None, backlog: int, *, since: float | None = None,
+                 user_unit: bool = False) -> list[str]:
+    """``journalctl`` follow command for ``unit`` (``-o json -a -f``).
+
+    Args:
+        unit: the unit. cursor: resume after this journal cursor (``--after-cursor``); no entry is
+            repeated or lost. backlog: without a cursor, at most this many entries of history
+            (``-n``). since: without a cursor, only entries from this time on (epoch seconds,
+            ``--since=@…``; the current start's beginning). user_unit: ``--user-unit`` instead of
+            ``-u``.
+
+    Returns:
+        The argv, e.g. ``["journalctl", "-u", "sglang.service", "-o", "json", "-a", "-f",
+        "--no-pager", "--since=@1741436938", "-n", "5000"]``. With ``--since`` and ``-n`` both,
+        journalctl (systemd 252, measured) prints the newest ``-n`` entries not older than since.
+    """
+    argv = ["journalctl", "--user-unit" if user_unit else "-u", unit, "-o", "json", "-a", "-f", "--no-pager"]
     if cursor:
         argv += ["--after-cursor", cursor]
     else:
+        if since is not None:
+            argv.append(f"--since=@{int(since)}")
         argv += ["-n", str(backlog)]
     return argv
+
+
+#: What journalctl or sudo print when the SSH user may not read the unit's journal (FORMATS.md
+#: 2.x: ``-o json`` prints nothing at all then, so a plain-format look detects it).
+_NO_ACCESS_MARKS = (
+    "not seeing messages from other users",
+    "insufficient permissions",
+    "no journal files were opened",
+)
+_SUDO_MARKS = ("a password is required", "a terminal is required", "is not in the sudoers",
+               "may not run sudo", "sudo: not found", "sudo: command not found")
+
+
+def journal_access_problem(stdout: bytes, stderr: bytes, returncode: int, *, sudo: bool) -> str | None:
+    """Why the journal cannot be read, from ``journalctl -u UNIT -n 1 -o cat`` run as the probes
+    run it (format: journalctl's hint, ``src/shared/journal-util.c``, systemd 239-257; sudo's
+    messages), or None when it can.
+
+    Returns:
+        One line for the operator with what to do, e.g. ``the SSH user may not read the system
+        journal: add it to the systemd-journal group, or set sudo = true``.
+    """
+    text = (stderr + b"\n" + stdout).decode("utf-8", "replace").lower()
+    if sudo and any(m in text for m in _SUDO_MARKS):
+        first = next((ln.strip() for ln in text.splitlines() if "sudo" in ln), "sudo refused")
+        return f"sudo -n refused ({first[:120]}): allow journalctl and systemctl without a password (NOPASSWD)"
+    if any(m in text for m in _NO_ACCESS_MARKS):
+        return ("the SSH user may not read the system journal: add it to the systemd-journal (or adm) "
+                "group, or set sudo = true for this host")
+    return None
 
 
 class HostWatcher:
@@ -140,15 +186,22 @@ class HostWatcher:
             on it; events keep their source time).
         on_change: called (synchronously, must be cheap) after the model changed.
         unit_interval_s, health_interval_s, gpu_interval_s: poll periods in clock seconds.
+        apps_interval_s: how often the processes holding GPU memory are listed (clock seconds);
+            a call that is still running is never started again.
         serving_every_s: how often a healthy server is asked for a one-token generation.
-        retry_s: first retry delay after a probe failed (doubles up to ``retry_max_s``).
+        retry_s: first retry delay after a probe failed (doubles up to ``retry_max_s``). A lost
+            connection is retried every ``retry_s`` without doubling: the runner paces its own
+            reconnects.
+        gpu_source: sample GPUs with this (a :class:`~probes.gpu.NvmlSource` for a local host)
+            instead of streaming ``nvidia-smi`` through the runner.
     """
 
     def __init__(self, spec: HostSpec, runner: Runner, clock: Clock,
                  on_change: Callable[[HostWatcher], None] | None = None, *,
-                 unit_interval_s: float = 2.0, health_interval_s: float = 2.0,
-                 gpu_interval_s: float = 1.0, serving_every_s: float = 30.0,
-                 retry_s: float = 2.0, retry_max_s: float = 30.0) -> None:
+                 unit_interval_s: float = 1.0, health_interval_s: float = 2.0,
+                 gpu_interval_s: float = 1.0, apps_interval_s: float = 5.0,
+                 serving_every_s: float = 30.0, retry_s: float = 2.0, retry_max_s: float = 30.0,
+                 gpu_source: gpu_probe.NvmlSource | None = None) -> None:
         self.spec = spec
         self.runner = runner
         self.clock = clock
@@ -158,10 +211,14 @@ class HostWatcher:
         self.unit_interval_s = unit_interval_s
         self.health_interval_s = health_interval_s
         self.gpu_interval_s = gpu_interval_s
+        self.apps_interval_s = apps_interval_s
         self.serving_every_s = serving_every_s
         self.retry_s = retry_s
         self.retry_max_s = retry_max_s
+        self.gpu_source = gpu_source
         self._tasks: list[asyncio.Task[None]] = []
+        self._unit_seen = asyncio.Event()
+        self._uuid_index: dict[str, int] = {}
 
     @property
     def name(self) -> str:
@@ -178,6 +235,17 @@ class HostWatcher:
         """Log entries newer than ``seq`` (still kept), oldest first."""
         return self.model.entries_after(seq)
 
+    def answered(self) -> bool:
+        """Whether every probe has answered or failed at least once (``upwatch status`` waits for
+        this): a unit state, a journal look, a GPU reading and a health rung, each or its failure."""
+        m = self.model
+        return ((m._unit is not None or m.failing("unit"))
+                and (m.seq > 0 or self._journal_open or m.failing("journal"))
+                and (m._gpus is not None or m.failing("gpu"))
+                and (m._health is not None or m.failing("health")))
+
+    _journal_open = False
+
     # --- lifecycle -------------------------------------------------------------------------------
 
     def start(self) -> None:
@@ -185,7 +253,7 @@ class HostWatcher:
         if self._tasks:
             return
         for name, coro in (("journal", self._journal()), ("unit", self._unit()),
-                           ("gpu", self._gpu()), ("health", self._health())):
+                           ("gpu", self._gpu()), ("gpu_apps", self._gpu_apps()), ("health", self._health())):
             self._tasks.append(asyncio.create_task(coro, name=f"{self.spec.name}:{name}"))
 
     async def stop(self) -> None:
@@ -198,6 +266,11 @@ class HostWatcher:
             except (asyncio.CancelledError, Exception):
                 pass
         self._tasks.clear()
+        if self.gpu_source is not None:
+            try:
+                self.gpu_source.close()
+            except Exception:
+                pass
         try:
             await self.runner.close()
         except Exception:
@@ -222,23 +295,67 @@ class HostWatcher:
         self._changed()
 
     def _fail(self, probe: str, kind: str, message: str) -> None:
-        self._apply(ProbeFailure(self.clock.now(), probe, kind, message))
+        attempt = getattr(self.runner, "attempts", 0)
+        self._apply(ProbeFailure(self.clock.now(), probe, kind, message,
+                                 attempt if isinstance(attempt, int) else 0))
 
     def _ok(self, probe: str) -> None:
         if self.model.failing(probe):
             self._apply(ProbeOk(self.clock.now(), probe))
 
-    async def _retry(self, delay: float) -> float:
+    async def _retry(self, delay: float, kind: str = "command") -> float:
+        if kind in CONNECTION_KINDS and kind not in ("auth", "host_key"):
+            await self.clock.sleep(self.retry_s)  # the runner paces reconnects (backoff, cap 30 s)
+            return self.retry_s
         await self.clock.sleep(delay)
         return min(delay * 2, self.retry_max_s)
 
+    def _privileged(self, argv: list[str]) -> list[str]:
+        """``argv`` as the host needs it: ``sudo -n`` in front when configured (system units)."""
+        if self.spec.sudo and not self.spec.user_unit:
+            return ["sudo", "-n", *argv]
+        return argv
+
     # --- probes ------------------------------------------------------------------------------------
+
+    async def _journal_since(self) -> float | None:
+        """When the current start began (for ``--since`` on first connect): the unit's
+        ``InactiveExitTimestamp`` (the activation's beginning, kept across automatic restarts, so
+        a restart loop is read whole), else ``ExecMainStartTimestamp``; None when unknown."""
+        try:
+            await asyncio.wait_for(self._unit_seen.wait(), timeout=10.0)
+        except TimeoutError:
+            return None
+        u = self.model._unit
+        if u is None or u.load_state == "not-found":
+            return None
+        t = u.inactive_exit_at or u.started_at
+        return t - 1.0 if t is not None else None  # timestamps are printed in whole seconds
+
+    async def _journal_access(self) -> str | None:
+        """Look once at the journal in a plain format, which (unlike ``-o json``) says when the
+        user may not read it. Returns the problem, or None."""
+        unit_flag = "--user-unit" if self.spec.user_unit else "-u"
+        done = await self.runner.run(self._privileged(
+            ["journalctl", unit_flag, self.spec.unit, "-n", "1", "-o", "cat", "--no-pager"]), timeout=30.0)
+        return journal_access_problem(done.stdout, done.stderr, done.returncode, sudo=self.spec.sudo)
 
     async def _journal(self) -> None:
         delay = self.retry_s
+        checked = False
         while True:
-            argv = journal_argv(self.spec.unit, self.cursor, self.spec.backlog)
             try:
+                if not checked:
+                    problem = await self._journal_access()
+                    if problem is not None:
+                        self._fail("journal", "permission", f"{self.spec.name}: {problem}")
+                        delay = await self._retry(delay)
+                        continue
+                    checked = True
+                since = None if self.cursor else await self._journal_since()
+                argv = self._privileged(journal_argv(self.spec.unit, self.cursor, self.spec.backlog,
+                                                     since=since, user_unit=self.spec.user_unit))
+                self._journal_open = True
                 async for raw in self.runner.stream(argv):
                     if not raw.strip() or raw.startswith(b"-- "):
                         continue
@@ -255,37 +372,50 @@ class HostWatcher:
                     self._changed()
                     delay = self.retry_s
                 self._fail("journal", "closed", "journalctl ended")
+                kind = "closed"
             except ProbeError as exc:
                 self._fail("journal", exc.kind, exc.message)
-            delay = await self._retry(delay)
+                kind = exc.kind
+            delay = await self._retry(delay, kind)
 
     async def _unit(self) -> None:
         delay = self.retry_s
         argv = unit_probe.show_argv(self.spec.unit)
+        if self.spec.user_unit:
+            argv.insert(1, "--user")
+        argv = self._privileged(argv)
         while True:
             try:
                 done = await self.runner.run(argv, timeout=30.0)
                 text = done.stdout.decode("utf-8", "replace")
-                us = unit_probe.parse_show(text, self.clock.now())
+                try:
+                    us = unit_probe.parse_show(text, self.clock.now())
+                except ValueError as exc:
+                    err = done.stderr.decode("utf-8", "replace").strip()
+                    raise ProbeError("permission" if self.spec.sudo and "sudo" in err else "command",
+                                     f"systemctl show: {err.splitlines()[0][:200] if err else exc}") from None
             except ProbeError as exc:
                 self._fail("unit", exc.kind, exc.message)
-                delay = await self._retry(delay)
-                continue
-            except ValueError as exc:
-                self._fail("unit", "command", str(exc))
-                delay = await self._retry(delay)
+                self._unit_seen.set()
+                delay = await self._retry(delay, exc.kind)
                 continue
             self._ok("unit")
             self._apply(us)
+            self._unit_seen.set()
             delay = self.retry_s
             await self.clock.sleep(self.unit_interval_s)
 
     async def _gpu(self) -> None:
+        if self.gpu_source is not None:
+            await self._gpu_local()
+            return
         delay = self.retry_s
         argv = gpu_probe.query_argv(loop_ms=int(self.gpu_interval_s * 1000))
         while True:
             batch: list[GpuSample] = []
             junk: list[str] = []
+            rows = 0
+            kind = "command"
             try:
                 async for raw in self.runner.stream(argv):
                     line = raw.decode("utf-8", "replace").strip()
@@ -296,6 +426,7 @@ class HostWatcher:
                     except ValueError:
                         junk.append(line)  # Xid notes between samples, or an error message
                         continue
+                    rows += 1
                     if batch and g.index <= batch[-1].index:
                         self._gpu_reading(batch)
                         batch = []
@@ -305,18 +436,70 @@ class HostWatcher:
                         batch = []
                 if batch:
                     self._gpu_reading(batch)
-                msg = gpu_probe.classify_error("\n".join(junk[-5:]), 1) if junk else "nvidia-smi ended"
+                if rows == 0:
+                    # No row at all: ask once more without the loop, for the exit status and
+                    # stderr the stream does not carry (missing binary, driver mismatch, ...).
+                    done = await self.runner.run(gpu_probe.query_argv(), timeout=60.0)
+                    msg = gpu_probe.classify_error(
+                        (done.stdout + b"\n" + done.stderr).decode("utf-8", "replace"), done.returncode)
+                else:
+                    msg = gpu_probe.classify_error("\n".join(junk[-5:]), 1) if junk else "nvidia-smi ended"
                 self._fail("gpu", "command", msg)
             except ProbeError as exc:
                 self._fail("gpu", exc.kind, exc.message)
-            delay = await self._retry(delay)
+                kind = exc.kind
+            delay = await self._retry(delay, kind)
+
+    async def _gpu_local(self) -> None:
+        """Sample local GPUs through NVML (blocking calls, in a thread) every ``gpu_interval_s``."""
+        source = self.gpu_source
+        assert source is not None
+        delay = self.retry_s
+        while True:
+            try:
+                reading = await asyncio.to_thread(source.sample, self.clock.now())
+            except gpu_probe.GpuError as exc:
+                self._fail("gpu", "command", str(exc))
+                delay = await self._retry(delay)
+                continue
+            self._gpu_reading(list(reading.gpus))
+            delay = self.retry_s
+            await self.clock.sleep(self.gpu_interval_s)
 
     _gpu_count = 0
 
     def _gpu_reading(self, batch: list[GpuSample]) -> None:
         self._gpu_count = max(self._gpu_count, len(batch))
+        for g in batch:
+            if g.uuid:
+                self._uuid_index[g.uuid] = g.index
         self._ok("gpu")
         self._apply(GpuReading(self.clock.now(), tuple(batch)))
+
+    async def _gpu_apps(self) -> None:
+        """List the processes holding GPU memory every ``apps_interval_s`` (one call at a time,
+        each with a time limit: a call can take 2-30 s on hosts without persistence mode)."""
+        argv = gpu_probe.compute_apps_argv()
+        delay = self.retry_s
+        while True:
+            await self.clock.sleep(self.apps_interval_s if not self.model.failing("gpu_apps") else delay)
+            if self.model._gpus is None:
+                continue  # no GPU seen (yet): nothing to attribute
+            try:
+                done = await self.runner.run(argv, timeout=60.0)
+            except ProbeError as exc:
+                self._fail("gpu_apps", exc.kind, exc.message)
+                delay = min(delay * 2, self.retry_max_s)
+                continue
+            if done.returncode != 0:
+                self._fail("gpu_apps", "command", gpu_probe.classify_error(
+                    (done.stdout + b"\n" + done.stderr).decode("utf-8", "replace"), done.returncode))
+                delay = min(delay * 2, self.retry_max_s)
+                continue
+            apps = gpu_probe.parse_compute_apps(done.stdout.decode("utf-8", "replace"), self._uuid_index)
+            delay = self.retry_s
+            self._ok("gpu_apps")
+            self._apply(GpuApps(self.clock.now(), apps))
 
     async def _health(self) -> None:
         import httpx
@@ -324,27 +507,37 @@ class HostWatcher:
         delay = self.retry_s
         client: httpx.AsyncClient | None = None
         last_serving_check: float | None = None
+        target: HealthTarget | None = None
         try:
             while True:
-                if client is not None and self.model.unreachable():
+                if client is not None and target is not None and target.tunnel and self.model.unreachable():
                     # The connection dropped: its port forward went with it. Forward again once
                     # the runner has reconnected.
                     await client.aclose()
                     client = None
+                want = health_target(self.spec, self.model.reader.engine if self.spec.engine is None else None)
+                if client is not None and want != target:
+                    await client.aclose()  # the engine became known: its default port
+                    client = None
                 try:
                     if client is None:
-                        port = await self.runner.forward(self.spec.port)
-                        client = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}",
-                                                   transport=self.runner.http_transport())
+                        target = want
+                        if target.tunnel:
+                            port = await self.runner.forward(target.port)
+                            client = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}",
+                                                       transport=self.runner.http_transport())
+                        else:
+                            client = httpx.AsyncClient(base_url=target.base_url,
+                                                       transport=self.runner.http_transport())
                 except ProbeError as exc:
                     self._fail("health", exc.kind, exc.message)
-                    delay = await self._retry(delay)
+                    delay = await self._retry(delay, exc.kind)
                     continue
                 now = self.clock.now()
                 healthy_before = self.model._health is not None and self.model._health.rung in ("healthy", "serving")
                 check = healthy_before and (last_serving_check is None
                                             or now - last_serving_check >= self.serving_every_s)
-                h = await health_probe.probe_health(client, now, serving_check=check)
+                h = await health_probe.probe_health(client, now, serving_check=check, path=target.path)
                 if check:
                     last_serving_check = now
                 if h.rung not in ("healthy", "serving"):

@@ -307,3 +307,28 @@ async def test_dropped_connection_ends_the_stream_as_closed_and_run_reconnects(r
     await until(lambda: not remote_pids(loud) and not remote_pids(quiet), "streams ended after the drop")
 
     assert (await runner.run(["echo", "back"])).stdout == b"back\n"
+
+
+async def test_failed_connects_back_off_and_count_attempts(sshd: Sshd) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        r = make_runner(sshd, target=f"root@127.0.0.1:{port}", config=[])
+        r.reconnect_s = 0.2
+        for _ in range(3):  # within the backoff: no new connect, the same error at once
+            with pytest.raises(ProbeError) as err:
+                await r.run(["true"])
+            assert err.value.kind == "unreachable" and r.attempts == 1
+        deadline = time.monotonic() + 5
+        while r.attempts < 2 and time.monotonic() < deadline:
+            with pytest.raises(ProbeError):
+                await r.run(["true"])
+            await asyncio.sleep(0.02)
+        assert r.attempts == 2
+        assert r._retry_at - time.monotonic() > 0.2  # doubled: 0.4 s from the second failure
+    await r.close()
+
+
+async def test_a_good_connect_counts_no_attempt(runner: SshRunner) -> None:
+    assert (await runner.run(["true"])).returncode == 0
+    assert runner.attempts == 0
