@@ -222,3 +222,30 @@ async def test_cut_connections_ends_a_stream_as_closed(runner: SshRunner, testho
         assert (await runner.run(["echo", "back"])).stdout == b"back\n"  # the listener stayed up
     finally:
         await follow.close()
+
+
+# --- the whole watcher on the test host --------------------------------------------------------------
+
+async def test_host_watcher_sees_a_real_sglang_start(testhost: TestHost) -> None:
+    from probes.clock import WallClock
+    from probes.watch import HostSpec, HostWatcher
+
+    assert testhost.health is not None
+    lines = testhost.seed_log("sglang-ok-01.log")  # the whole start, after the default 5 lines
+    spec = HostSpec("gpu-node-1", "sglang.service", port=testhost.health.port, ssh=testhost.target)
+    w = HostWatcher(spec, testhost.runner(), WallClock(), unit_interval_s=0.2, health_interval_s=0.2,
+                    gpu_interval_s=0.2)
+    w.start()
+    try:
+        total = 5 + len(lines)
+        await until(lambda: w.state().log_count == total, f"all {total} journal entries")
+        await until(lambda: w.state().gpus is not None and len(w.state().gpus.gpus) == 8, "8 GPUs")
+        await until(lambda: w.state().unit_state is not None, "the unit probe")
+        await until(lambda: w.state().health is not None and w.state().health.rung == "serving",
+                    "health up to the serving rung (a one-token generation answered)")
+        s = w.state()
+        assert (s.engine, s.unit_state.active_state) == ("sglang", "active")
+        assert not s.failures
+    finally:
+        await w.stop()
+    await until(lambda: not testhost.remote_processes(), "no remote process after stop()", 5.0)
