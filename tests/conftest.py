@@ -1,8 +1,15 @@
-"""Shared paths for the tests. Every fixture a test reads lives under tests/fixtures/."""
+"""Shared paths and fixtures for the tests. Every fixture file a test reads lives under tests/fixtures/;
+``testhost`` and ``netns_hosts`` are real SSH hosts (tests/testhost.py, tests/netns.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
+
+from sshd import SshdError
+from testhost import TestHost, start_testhost
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LOGS = FIXTURES / "logs"
@@ -14,3 +21,40 @@ def log_cases() -> list[Path]:
     """Every ``NAME.log`` that has a ``NAME.expected.json`` beside it, shared and our own."""
     return sorted(p.with_suffix(".log") for d in (LOGS, EXTRA_LOGS)
                   for p in (q.with_name(q.name.replace(".expected.json", "")) for q in d.glob("*.expected.json")))
+
+
+# --- real test hosts (tests/testhost.py, tests/netns.py) ------------------------------------------
+
+
+@pytest.fixture
+def testhost(tmp_path: Path) -> Iterator[TestHost]:
+    """A fake GPU host on a real sshd (tests/testhost.py) in its default state: ``active-running``
+    for ``systemctl show``, 8 H100 rows, no compute apps, 5 journal entries of a real SGLang start,
+    health 200. Stopped after the test, even when it failed."""
+    try:
+        host = start_testhost(tmp_path / "testhost")
+    except (SshdError, OSError, RuntimeError) as exc:
+        pytest.fail(f"cannot start the test host: {exc}", pytrace=False)
+    try:
+        yield host
+    finally:
+        host.stop()
+
+
+@pytest.fixture
+def netns_hosts(tmp_path: Path) -> Iterator[list]:
+    """Two :class:`netns.NetnsHost` (``gpu-node-1``, ``gpu-node-2``), each in its own network
+    namespace with its own sshd on ``10.200.N.2:22``; namespaces and sshds removed afterwards."""
+    from netns import start_netns_host
+
+    hosts = []
+    try:
+        for i in range(2):
+            try:
+                hosts.append(start_netns_host(tmp_path / f"ns{i}", i))
+            except (SshdError, OSError, RuntimeError) as exc:
+                pytest.fail(f"cannot start network-namespace host {i}: {exc}", pytrace=False)
+        yield hosts
+    finally:
+        for h in hosts:
+            h.stop()

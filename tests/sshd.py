@@ -2,7 +2,8 @@
 
 :func:`start_sshd` makes a throwaway host key and client key, writes an ``sshd_config`` that accepts
 only that client key, checks it with ``sshd -t``, starts ``/usr/sbin/sshd -D -e`` on a free port and
-waits (with a deadline, by polling the socket) until the port accepts. ``SetEnv PATH=<shims>:...``
+waits (with a deadline, by polling the socket) until the port accepts; optionally on another address
+and inside a network namespace (tests/netns.py). ``SetEnv PATH=<shims>:...``
 puts the ``shims`` folder first on the remote PATH, so scripts there stand in for ``nvidia-smi``,
 ``systemctl`` and friends (TESTBED section 5). :meth:`Sshd.stop` ends the server by its PID.
 
@@ -31,12 +32,15 @@ class SshdError(RuntimeError):
 @dataclass
 class Sshd:
     """A running test sshd. Files: ``dir/host_ed25519``, ``dir/client_ed25519``, ``dir/known_hosts``,
-    ``dir/ssh_config`` (``Host testhost`` → this server), ``dir/sshd.log``; ``shims`` is first on PATH."""
+    ``dir/ssh_config`` (``Host testhost`` → this server, with key, known_hosts and ``BatchMode``, so
+    ``ssh -F dir/ssh_config testhost CMD`` works), ``dir/sshd.log``; ``shims`` is first on PATH.
+    ``listen``:``port`` is where it accepts."""
 
     dir: Path
     port: int
     proc: subprocess.Popen[bytes]
     shims: Path
+    listen: str = "127.0.0.1"
 
     @property
     def client_key(self) -> Path:
@@ -57,27 +61,7 @@ class Sshd:
     def session_pids(self) -> list[int]:
         """PIDs of the per-connection sshd processes (the ``[priv]`` monitor and its
         ``user@notty`` child): every ``sshd`` process below the listener."""
-        children: dict[int, list[int]] = {}
-        comm: dict[int, str] = {}
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            name = stat[stat.index("(") + 1:stat.rindex(")")]
-            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-            children.setdefault(ppid, []).append(int(entry))
-            comm[int(entry)] = name
-        found: list[int] = []
-        todo = list(children.get(self.proc.pid, []))
-        while todo:
-            pid = todo.pop()
-            if comm.get(pid) == "sshd":
-                found.append(pid)
-            todo.extend(children.get(pid, []))
-        return found
+        return [pid for pid, name in descendants(self.proc.pid) if name == "sshd"]
 
     def stop(self) -> None:
         """SIGTERM the listener by PID (then SIGKILL), and SIGKILL any session process left."""
@@ -96,6 +80,34 @@ class Sshd:
                 pass
 
 
+def descendants(root: int) -> list[tuple[int, str]]:
+    """Every process below ``root`` (children, grandchildren ...) as ``(pid, comm)``, read from /proc.
+
+    ``comm`` is the kernel's short name (at most 15 characters, e.g. ``sshd``, ``journalctl``).
+    Processes that exit while /proc is read are left out.
+    """
+    children: dict[int, list[int]] = {}
+    comm: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+        comm[int(entry)] = name
+    found: list[tuple[int, str]] = []
+    todo = list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        found.append((pid, comm.get(pid, "?")))
+        todo.extend(children.get(pid, []))
+    return found
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -107,8 +119,25 @@ def _keygen(path: Path, comment: str) -> None:
                    check=True, capture_output=True)
 
 
-def start_sshd(base: Path, *, deadline_s: float = 10.0) -> Sshd:
-    """Start a real sshd on 127.0.0.1 with its files under ``base``.
+#: The PATH sshd gives root's sessions without PAM (TESTBED section 5); the shims go in front.
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def start_sshd(base: Path, *, deadline_s: float = 10.0, listen: str = "127.0.0.1",
+               port: int | None = None, env: dict[str, str] | None = None,
+               netns: str | None = None, hostname: str | None = None) -> Sshd:
+    """Start a real sshd with its files under ``base``.
+
+    Args:
+        base: folder for keys, config, log and ``shims/`` (created).
+        deadline_s: seconds to wait for the port to accept.
+        listen: the address sshd listens on (IPv4).
+        port: the port; None picks a free one on 127.0.0.1 (only sensible with the default
+            ``listen``).
+        env: extra ``SetEnv`` variables for every session (values without spaces); PATH is always
+            ``<shims>:`` + :data:`SYSTEM_PATH`.
+        netns: run sshd inside this network namespace (``ip netns exec``); it must exist.
+        hostname: with ``netns``, give sshd its own UTS namespace with this host name.
 
     Raises:
         SshdError: sshd or ssh-keygen missing, a bad config, or the port never accepted.
@@ -126,11 +155,16 @@ def start_sshd(base: Path, *, deadline_s: float = 10.0) -> Sshd:
     auth = base / "authorized_keys"
     auth.write_bytes((base / "client_ed25519.pub").read_bytes())
     auth.chmod(0o600)
-    port = _free_port()
+    if port is None:
+        port = _free_port()
     user = os.environ.get("USER") or subprocess.run(["id", "-un"], capture_output=True,
                                                      text=True).stdout.strip()
     cfg = base / "sshd_config"
-    cfg.write_text(f"""ListenAddress 127.0.0.1
+    variables = {"PATH": f"{shims}:{SYSTEM_PATH}", **(env or {})}
+    if any(any(c.isspace() for c in f"{k}{v}") for k, v in variables.items()):
+        raise SshdError(f"SetEnv names and values must not contain spaces: {variables!r}")
+    setenv = " ".join(f"{k}={v}" for k, v in variables.items())
+    cfg.write_text(f"""ListenAddress {listen}
 Port {port}
 HostKey {base}/host_ed25519
 PidFile {base}/sshd.pid
@@ -141,14 +175,20 @@ PermitRootLogin prohibit-password
 UsePAM no
 StrictModes no
 LogLevel VERBOSE
-SetEnv PATH={shims}:/usr/bin:/bin
+SetEnv {setenv}
 """)
     host_pub = (base / "host_ed25519.pub").read_text().split()
-    (base / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_pub[0]} {host_pub[1]}\n")
+    entry = listen if port == 22 else f"[{listen}]:{port}"
+    (base / "known_hosts").write_text(f"{entry} {host_pub[0]} {host_pub[1]}\n")
     (base / "ssh_config").write_text(f"""Host testhost
-    Hostname 127.0.0.1
+    Hostname {listen}
     Port {port}
     User {user}
+    IdentityFile {base}/client_ed25519
+    IdentitiesOnly yes
+    UserKnownHostsFile {base}/known_hosts
+    StrictHostKeyChecking yes
+    BatchMode yes
 """)
     try:
         os.makedirs("/run/sshd", exist_ok=True)  # privilege separation dir; sshd refuses without it
@@ -158,20 +198,25 @@ SetEnv PATH={shims}:/usr/bin:/bin
     if check.returncode != 0:
         raise SshdError(f"sshd -t rejected the test config: {check.stderr.strip() or check.stdout.strip()}")
     log = open(base / "sshd.log", "wb")  # noqa: SIM115 - sshd writes it for its whole life
-    proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(cfg)], stdout=log, stderr=subprocess.STDOUT)
+    argv = [SSHD, "-D", "-e", "-f", str(cfg)]
+    if netns is not None and hostname is not None:  # unshare and sh exec: the PID stays sshd's
+        argv = ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', hostname, *argv]
+    if netns is not None:
+        argv = ["ip", "netns", "exec", netns, *argv]
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
     log.close()
-    server = Sshd(base, port, proc, shims)
+    server = Sshd(base, port, proc, shims, listen)
     until = time.monotonic() + deadline_s
     while True:
         if proc.poll() is not None:
             raise SshdError(f"sshd exited with {proc.returncode}: {server.log.strip()[-500:]}")
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            with socket.create_connection((listen, port), timeout=0.5):
                 return server
         except OSError:
             pass
         if time.monotonic() > until:
             server.stop()
-            raise SshdError(f"sshd did not accept on 127.0.0.1:{port} within {deadline_s:g} s: "
+            raise SshdError(f"sshd did not accept on {listen}:{port} within {deadline_s:g} s: "
                             f"{server.log.strip()[-500:]}")
         time.sleep(0.02)  # polling interval, not a wait for an outcome
