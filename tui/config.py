@@ -217,7 +217,7 @@ def load_config(config_path: str | os.PathLike[str] | None = None, quick: Sequen
     for key in doc:
         if key not in _TOP_KEYS:
             raise ConfigError(lines.where(("top", 0), key)
-                              + f"{_unknown('table', key, _TOP_KEYS)}")
+                              + _unknown("table" if isinstance(doc[key], dict) else "key", key, _TOP_KEYS))
     settings, setting_sources = _settings(doc.get("settings", {}), lines)
     defaults = _defaults(doc.get("defaults", {}), lines)
 
