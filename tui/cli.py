@@ -27,7 +27,7 @@ import json
 import os
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from probes.engines import ENGINES
 from probes.logfile import LogReadError, read_path
@@ -213,7 +213,7 @@ def _timeout(text: str) -> float:
 
 
 def select_hosts(hosts: Sequence[str], config_path: str | None,
-                 env: dict[str, str] | os._Environ[str] | None = None) -> Config:
+                 env: Mapping[str, str] | None = None) -> Config:
     """Load the configuration for the HOST arguments of a command.
 
     A HOST with a ``/`` is a quick form (the quick forms replace the file's hosts, see
