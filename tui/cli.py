@@ -3,7 +3,17 @@
 ``upwatch --demo [--speed N]`` opens the dashboard on four simulated hosts that replay recorded
 real starts (no GPU, no SSH, no configuration needed).
 
+``upwatch [--config PATH] [HOST/UNIT | NAME ...]`` opens the dashboard on live hosts: those of the
+configuration file (:mod:`tui.config`), or the quick forms given (``root@10.0.0.5/sglang.service``),
+or only the configured hosts NAMEd. With no host at all it prints the help and where it looked.
+
 Subcommands:
+
+* ``upwatch config [--config PATH] [HOST/UNIT | NAME ...]``: print the effective configuration and
+  where each value came from. Exit 0, or 2 when the configuration is wrong.
+* ``upwatch status [--json] [--timeout S] [--config PATH] [HOST/UNIT | NAME ...]``: one look at each
+  host, printed (:func:`tui.status.run_status`). Exit 0 every host answered, 4 one could not be
+  reached, 2 bad configuration or arguments.
 
 * ``upwatch replay PATH [--engine NAME] [--unit UNIT] [--json]``: read a saved log (``-`` for
   standard input) and print its startup timeline and final state. Exit 0 when the log was read,
@@ -14,28 +24,86 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import textwrap
+from collections.abc import Mapping, Sequence
 
 from probes.engines import ENGINES
 from probes.logfile import LogReadError, read_path
+from probes.watch import DEFAULT_PORTS, HostSpec
+from tui.config import (ENV_VAR, Config, ConfigError, default_config_path, display_path, load_config,
+                        looks_like_quick_form, resolve_ssh)
 from tui.replay import format_timeline
 
 EXIT_OK = 0
 EXIT_UNREADABLE = 2
+#: Bad configuration or command line.
+EXIT_USAGE = 2
+#: ``upwatch status``: a host could not be reached (returned by :func:`tui.status.run_status`).
+EXIT_UNREACHABLE = 4
+
+#: The subcommands; the first word of argv that is not an option picks one (see :func:`main`).
+COMMANDS = ("replay", "config", "status")
+
+_WHERE = ("The hosts come from hosts.toml in the user's config folder (~/.config/upwatch/hosts.toml\n"
+          "on Linux), or the file named by $UPWATCH_CONFIG, or by --config PATH.")
+_QUICK = ("Instead of a file, hosts can be given as quick forms, [user@]host[:port]/unit:\n"
+          "  root@10.0.0.5/sglang.service   gpu-node-2:2222/vllm (.service is added)   local/sglang\n"
+          "A HOST without '/' is the name of a host of the file: only the hosts named are used.")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser for ``upwatch`` (exposed for the tests and ``--help``)."""
-    parser = argparse.ArgumentParser(
-        prog="upwatch",
-        description="Is the LLM server up yet? Reads server startup logs and says how far the start "
-                    "has come, and if it broke, why.",
-    )
+_DESCRIPTION = ("Is the LLM server up yet? Watches SGLang/vLLM servers starting as systemd units on GPU "
+                "hosts over SSH, reads their startup logs and says how far the start has come, and if "
+                "it broke, why.")
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--version", action="version", version="upwatch 0.1.0")
     parser.add_argument("--demo", action="store_true",
                         help="open the dashboard on four simulated hosts replaying recorded real starts")
     parser.add_argument("--speed", type=_speed, default=10.0, metavar="N",
                         help="demo only: time runs N times faster than real (default 10)")
+    parser.add_argument("--config", metavar="PATH", default=None,
+                        help=f"the hosts file (default: ${ENV_VAR}, else {display_path(default_config_path())})")
+
+
+def _add_hosts(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("hosts", nargs="*", metavar="HOST", help=what)
+
+
+def _add_config_option(parser: argparse.ArgumentParser) -> None:
+    # SUPPRESS: `upwatch --config X status` keeps X (a subparser default would overwrite it).
+    parser.add_argument("--config", metavar="PATH", default=argparse.SUPPRESS,
+                        help=f"the hosts file (default: ${ENV_VAR}, else {display_path(default_config_path())})")
+
+
+def build_dashboard_parser() -> argparse.ArgumentParser:
+    """The parser for ``upwatch`` without a subcommand: options and free ``HOST`` arguments.
+
+    (argparse cannot mix subcommands with free positional arguments, so :func:`main` picks this
+    parser or :func:`build_parser` by the first word that is not an option.)
+    """
+    parser = argparse.ArgumentParser(
+        prog="upwatch", usage="%(prog)s [-h] [--version] [--demo [--speed N]] [--config PATH] [HOST ...]\n"
+                              "       %(prog)s {replay,config,status} ...",
+        description=textwrap.fill(_DESCRIPTION, 78), formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=f"{_WHERE}\n{_QUICK}\n\n"
+               "commands:\n"
+               "  replay PATH        read a saved log and print its startup timeline\n"
+               "  config             print the effective configuration and where each value came from\n"
+               "  status             look at each host once and print its state (for scripts)\n"
+               "  (upwatch COMMAND --help for more)",
+    )
+    _add_common(parser)
+    _add_hosts(parser, "a quick form [user@]host[:port]/unit, or the name of a configured host")
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for ``upwatch COMMAND ...`` (exposed for the tests and ``--help``)."""
+    parser = argparse.ArgumentParser(prog="upwatch", description=_DESCRIPTION)
+    _add_common(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     replay = sub.add_parser(
         "replay", help="read a saved log and print its startup timeline",
@@ -53,6 +121,31 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--json", action="store_true",
                         help="print one JSON object (engine, state, phase, phases_seen, phases, "
                              "progress, error, cause, hint, starts, restart_loop)")
+    config = sub.add_parser(
+        "config", help="print the effective configuration and where each value came from",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Print the configuration upwatch would run with: which file (and why that one), every\n"
+                    "host with each key, its value and where it came from (file:line, [defaults],\n"
+                    "a quick form, or the built-in default), and the settings.\n\n"
+                    f"{_WHERE}\n{_QUICK}\n\n"
+                    "Exit status: 0 the configuration is usable, 2 it is not (one line on stderr says\n"
+                    "which file, line and key).",
+    )
+    _add_config_option(config)
+    _add_hosts(config, "a quick form [user@]host[:port]/unit, or the name of a configured host")
+    status = sub.add_parser(
+        "status", help="look at each host once and print its state",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Look at each host once (unit, log, GPUs, health) and print one summary per host.\n\n"
+                    f"{_WHERE}\n{_QUICK}\n\n"
+                    "Exit status: 0 every host answered, 4 at least one host could not be reached,\n"
+                    "2 bad configuration or arguments (e.g. a HOST name that is not configured).",
+    )
+    status.add_argument("--json", action="store_true", help="print JSON instead of text")
+    status.add_argument("--timeout", type=_timeout, default=15.0, metavar="SECONDS",
+                        help="give up on a host after this many seconds (default 15)")
+    _add_config_option(status)
+    _add_hosts(status, "a configured host's name (default: all), or a quick form [user@]host[:port]/unit")
     return parser
 
 
@@ -65,19 +158,180 @@ def main(argv: list[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="replace")
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if _command_index(argv) is not None:
+        parser = build_parser()
+    else:
+        parser = build_dashboard_parser()
     args = parser.parse_args(argv)
+    command = getattr(args, "command", None)
     try:
-        if args.command == "replay":
+        if command == "replay":
             return _replay(args)
-        if args.demo:
+        if command is None and args.demo:
+            if args.hosts:
+                parser.error("--demo runs its own simulated hosts: give no HOST with it")
             return _demo(args)
+        if command == "config":
+            return _config(args)
+        if command == "status":
+            return _status(args)
+        return _dashboard(parser, args)
+    except ConfigError as exc:
+        print(f"upwatch: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("upwatch: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def _command_index(argv: Sequence[str]) -> int | None:
+    """The index of the subcommand in ``argv``: the first word that is neither an option nor an
+    option's value, when it is one of :data:`COMMANDS`; else None."""
+    takes_value = {"--config", "--speed"}
+    skip = False
+    for i, word in enumerate(argv):
+        if skip:
+            skip = False
+        elif word == "--":
+            return None
+        elif word in takes_value:
+            skip = True
+        elif not word.startswith("-") or word == "-":
+            return i if word in COMMANDS else None
+    return None
+
+
+def _timeout(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError("timeout must be more than 0 and at most 3600 seconds")
+    return value
+
+
+def select_hosts(hosts: Sequence[str], config_path: str | None,
+                 env: Mapping[str, str] | None = None) -> Config:
+    """Load the configuration for the HOST arguments of a command.
+
+    A HOST with a ``/`` is a quick form (the quick forms replace the file's hosts, see
+    :func:`tui.config.load_config`); one without is the name of a host to keep. Quick form hosts
+    are always kept.
+
+    Raises:
+        ConfigError: the configuration is wrong, or a name is not a host's (the message lists the
+            known names).
+    """
+    quick = [h for h in hosts if looks_like_quick_form(h)]
+    names = [h for h in hosts if not looks_like_quick_form(h)]
+    config = load_config(config_path, quick, os.environ if env is None else env)
+    if not names:
+        return config
+    known = [h.name for h in config.hosts]
+    missing = [n for n in dict.fromkeys(names) if n not in known]
+    if missing:
+        where = (f"in {config.file.shown}" if config.file and config.file.exists and not quick
+                 else "given" if quick else f"({config.file.shown if config.file else 'no file'} was not found)")
+        listed = ", ".join(known) if known else "none"
+        raise ConfigError(f"no host named {', '.join(repr(m) for m in missing)}; the hosts {where} are: {listed}")
+    from dataclasses import replace
+
+    quick_names = {h.name for h in config.hosts if config.sources.get(h.name, {}).get("unit", "").startswith("quick")}
+    keep = tuple(h for h in config.hosts if h.name in names or h.name in quick_names)
+    return replace(config, hosts=keep, sources={h.name: config.sources[h.name] for h in keep})
+
+
+def _no_hosts(parser: argparse.ArgumentParser, config: Config) -> int:
     parser.print_help()
-    print("\nNo hosts are configured yet: try `upwatch --demo`.", file=sys.stderr)
+    f = config.file
+    looked = f"{f.shown} ({'no [[host]] tables in it' if f.exists else 'not found'})" if f else "no file"
+    print(f"\nNo hosts are configured: looked for {looked}.\n"
+          "Write that file (see `upwatch config --help`), give HOST/UNIT quick forms, or try `upwatch --demo`.",
+          file=sys.stderr)
     return EXIT_OK
+
+
+def _dashboard(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    config = select_hosts(args.hosts, args.config)
+    if not config.hosts:
+        return _no_hosts(parser, config)
+    from tui.live import make_live_app
+
+    make_live_app(config).run()
+    return EXIT_OK
+
+
+def _status(args: argparse.Namespace) -> int:
+    config = select_hosts(args.hosts, getattr(args, "config", None))
+    from tui.status import run_status
+
+    return run_status(config, as_json=args.json, timeout_s=args.timeout, out=sys.stdout)
+
+
+def _config(args: argparse.Namespace) -> int:
+    config = select_hosts(args.hosts, getattr(args, "config", None))
+    sys.stdout.write(format_config(config, quick=any(looks_like_quick_form(h) for h in args.hosts)))
+    return EXIT_OK
+
+
+def format_config(config: Config, *, quick: bool = False) -> str:
+    """``upwatch config``'s text: the file and why it was chosen, each host's keys with value and
+    source, the settings. Columns are aligned; ends with a newline."""
+    out: list[str] = []
+    f = config.file
+    if f is not None:
+        why = {"--config": "named by --config", f"env {ENV_VAR}": f"named by ${ENV_VAR}",
+               "default": f"the default location (neither --config nor ${ENV_VAR} given)"}[f.chosen_by]
+        state = "read" if f.exists else "not found: no hosts from a file"
+        out.append(f"config file: {f.shown}")
+        out.append(f"  chosen because: {why}")
+        out.append(f"  {state}")
+        if quick:
+            out.append("  hosts: the quick forms given (the file's [defaults] and [settings] apply)")
+    rows: list[tuple[str, str, str]] = []
+    for spec in config.hosts:
+        src = config.sources.get(spec.name, {})
+        rows.append(("", "", ""))
+        rows.append((f"host {spec.name}", "", ""))
+        for key in ("name", "ssh", "unit", "engine", "port", "health_url", "sudo", "user_unit", "backlog"):
+            rows.append((f"  {key}", _shown(spec, key), src.get(key, "default")))
+        resolved = resolve_ssh(spec.target)
+        if resolved is not None:
+            user, host, port = resolved
+            host = f"[{host}]" if ":" in host else host
+            how = ("as ~/.ssh/config resolves it (asyncssh)" if os.path.isfile(os.path.expanduser("~/.ssh/config"))
+                   else "no ~/.ssh/config: the local user, port 22")
+            rows.append(("  (connects to)", f"{user}@{host}:{port}", how))
+    if not config.hosts:
+        rows.append(("", "", ""))
+        rows.append(("hosts: none", "", ""))
+    rows.append(("", "", ""))
+    rows.append(("settings", "", ""))
+    for key in ("unit_interval_s", "health_interval_s", "gpu_interval_s"):
+        rows.append((f"  {key}", f"{getattr(config, key)}", config.setting_sources.get(key, "default")))
+    w0 = max(len(r[0]) for r in rows if r[1])
+    w1 = max(len(r[1]) for r in rows if r[1])
+    for a, b, c in rows:
+        out.append(f"{a:<{w0}}  {b:<{w1}}  {c}".rstrip() if b else a)
+    return "\n".join(out) + "\n"
+
+
+def _shown(spec: HostSpec, key: str) -> str:
+    value = getattr(spec, key)
+    if key == "ssh":
+        return spec.target
+    if key == "port" and value is None:
+        return f"{DEFAULT_PORTS[spec.engine]} (the engine's)" if spec.engine in DEFAULT_PORTS else \
+            "(the detected engine's default)"
+    if key == "health_url" and value is None:
+        return "(GET /health on the port, on the host)"
+    if value is None:
+        return "(detected from the log)" if key == "engine" else "-"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def _speed(text: str) -> float:

@@ -1,14 +1,103 @@
 """The dashboard's configuration: which hosts to watch, and how fast time runs.
 
-The live-host configuration file (TOML, SSH options) arrives with the live-host work; for now a
-:class:`Config` is built by the CLI (``--demo``) or by tests.
+Where the hosts come from (one entry point, :func:`load_config`):
+
+* a TOML file, ``hosts.toml`` in ``platformdirs.user_config_dir("upwatch")``
+  (``~/.config/upwatch/hosts.toml`` on Linux), overridden by the environment variable
+  ``UPWATCH_CONFIG``, overridden by ``--config PATH``. A missing default file means no hosts; a
+  missing file named by ``UPWATCH_CONFIG`` or ``--config`` is an error;
+* or quick forms on the command line, ``[user@]host[:port]/unit`` (:func:`parse_quick`).
+
+The file's schema (unknown keys are errors; every value is checked before anything connects)::
+
+    [settings]                  # optional; probe periods in seconds, positive numbers
+    unit_interval_s = 1.0       # systemctl show (default 1.0)
+    health_interval_s = 2.0     # GET /health (default 2.0)
+    gpu_interval_s = 1.0        # nvidia-smi (default 1.0)
+
+    [defaults]                  # optional; any [[host]] key except name, applied to every host
+    sudo = true
+
+    [[host]]                    # one table per host, in the order the cards are shown
+    name = "gpu-node-1"         # default: the host part of ssh
+    ssh = "gpu-node-1"          # ~/.ssh/config alias, [user@]host[:port], or "local"; default: name
+    unit = "sglang"             # required; ".service" appended when it has no unit suffix
+    engine = "sglang"           # one of probes.engines.ENGINES; default: detected from the log
+    port = 30000                # 1..65535; default: the engine's own default port
+    health_url = "http://127.0.0.1:30000/health"   # http(s) URL with a host
+    sudo = false                # journalctl/systemctl through sudo -n
+    user_unit = false           # a systemctl --user unit
+    backlog = 5000              # journal entries read on first connect, 1..100000
+
+Every effective value remembers where it came from (:attr:`Config.sources`), which is what
+``upwatch config`` prints.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import difflib
+import math
+import os
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
 
-from probes.watch import HostSpec
+from probes.engines import ENGINES
+from probes.ssh import parse_target
+from probes.watch import HostSpec, health_target
+
+#: The environment variable naming the configuration file.
+ENV_VAR = "UPWATCH_CONFIG"
+#: The configuration file's name inside the user's config folder.
+FILE_NAME = "hosts.toml"
+#: ``unit_interval_s`` of a loaded configuration when the file does not set it (live hosts are
+#: polled faster than the :class:`Config` default the demo runs with).
+LIVE_UNIT_INTERVAL_S = 1.0
+
+#: Keys of a ``[[host]]`` table, in the order ``upwatch config`` prints them.
+HOST_KEYS = ("name", "ssh", "unit", "engine", "port", "health_url", "sudo", "user_unit", "backlog")
+#: Keys of ``[defaults]``: every host key but ``name``.
+DEFAULT_KEYS = tuple(k for k in HOST_KEYS if k != "name")
+#: Keys of ``[settings]``.
+SETTING_KEYS = ("unit_interval_s", "health_interval_s", "gpu_interval_s")
+_TOP_KEYS = ("settings", "defaults", "host")
+
+#: systemd's unit type suffixes (systemd.unit(5)).
+UNIT_SUFFIXES = ("service", "socket", "device", "mount", "automount", "swap", "target", "path",
+                 "timer", "slice", "scope")
+_UNIT_CHARS = re.compile(r"[A-Za-z0-9:\-_.\\@]+")
+_UNIT_MAX = 255
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used. The message is one line meant for the operator: it names
+    the file and line (or the quick form argument) and the key, e.g.
+    ``~/.config/upwatch/hosts.toml line 7: host "gpu-node-2": key "unti" is not known (did you
+    mean "unit"?)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigFile:
+    """The configuration file that was looked for.
+
+    Attributes:
+        path: the file (absolute or as given).
+        chosen_by: why this path: ``"--config"``, ``"env UPWATCH_CONFIG"`` or ``"default"``.
+        exists: whether it was there (and read). Only a ``"default"`` file may be missing.
+    """
+
+    path: Path
+    chosen_by: str
+    exists: bool
+
+    @property
+    def shown(self) -> str:
+        """The path as messages show it (home folder as ``~``)."""
+        return display_path(self.path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +112,13 @@ class Config:
             most 10).
         overview_hz: how often the overview takes new snapshots (real time; a glance view: 2 is
             plenty, and it keeps a flood of 32 hosts cheap).
+        file: the configuration file that was looked for; None when the config was built in code
+            (demo, tests).
+        sources: host name → key (every key of :data:`HOST_KEYS`) → where the effective value came
+            from: ``"PATH:LINE"``, ``"[defaults] PATH:LINE"``, ``"quick form argument N"`` or
+            ``"default"`` (``"default: the name"`` and the like when the default is derived).
+            Empty for a config built in code. Not part of equality.
+        setting_sources: settings key (:data:`SETTING_KEYS`) → ``"PATH:LINE"`` or ``"default"``.
     """
 
     hosts: tuple[HostSpec, ...]
@@ -32,3 +128,460 @@ class Config:
     gpu_interval_s: float = 1.0
     repaint_hz: float = 10.0
     overview_hz: float = 2.0
+    file: ConfigFile | None = None
+    sources: Mapping[str, Mapping[str, str]] = field(default_factory=dict, compare=False)
+    setting_sources: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+
+def default_config_path() -> Path:
+    """``hosts.toml`` in ``platformdirs.user_config_dir("upwatch")`` (``$XDG_CONFIG_HOME/upwatch``
+    or ``~/.config/upwatch`` on Linux, ``~/Library/Application Support/upwatch`` on macOS)."""
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("upwatch")) / FILE_NAME
+
+
+def display_path(path: str | os.PathLike[str]) -> str:
+    """``path`` with the home folder written as ``~`` (for messages)."""
+    text = os.fspath(path)
+    home = os.path.expanduser("~")
+    if home not in ("", "/") and (text == home or text.startswith(home.rstrip("/") + "/")):
+        return "~" + text[len(home.rstrip("/")):]
+    return text
+
+
+def choose_config_file(config_path: str | os.PathLike[str] | None, env: Mapping[str, str],
+                       default_path: Path | None = None) -> ConfigFile:
+    """Which file to read: ``config_path`` (from ``--config``), else ``env["UPWATCH_CONFIG"]`` when
+    set and non-empty, else ``default_path`` (default :func:`default_config_path`).
+
+    Raises:
+        ConfigError: a file named by ``--config`` or ``UPWATCH_CONFIG`` does not exist or is not a
+            file.
+    """
+    if config_path is not None and os.fspath(config_path) != "":
+        path, why = Path(os.path.expanduser(os.fspath(config_path))), "--config"
+    elif env.get(ENV_VAR):
+        path, why = Path(os.path.expanduser(env[ENV_VAR])), f"env {ENV_VAR}"
+    else:
+        path, why = (default_path or default_config_path()), "default"
+    if path.is_file():
+        return ConfigFile(path, why, True)
+    if why != "default" or path.exists():
+        problem = "is not a file" if path.exists() else "does not exist"
+        raise ConfigError(f"{display_path(path)} {problem} (named by {why})")
+    return ConfigFile(path, why, False)
+
+
+def load_config(config_path: str | os.PathLike[str] | None = None, quick: Sequence[str] = (),
+                env: Mapping[str, str] | None = None, *, default_path: Path | None = None) -> Config:
+    """Build the :class:`Config` the CLI runs with.
+
+    The file is chosen by :func:`choose_config_file`. Its ``[settings]`` always apply. When
+    ``quick`` forms are given they are the hosts (the file's ``[[host]]`` tables are not used, but
+    its ``[defaults]`` apply to the quick hosts, so ``sudo = true`` there holds for
+    ``upwatch gpu-node-2/vllm`` too); otherwise the file's ``[[host]]`` tables are.
+
+    Args:
+        config_path: ``--config PATH``, or None.
+        quick: quick forms, ``[user@]host[:port]/unit`` (see :func:`parse_quick`).
+        env: the environment (default ``os.environ``); only ``UPWATCH_CONFIG`` is read.
+        default_path: the default file (default :func:`default_config_path`; tests pass their own).
+
+    Returns:
+        the configuration, with :attr:`Config.file`, :attr:`Config.sources` and
+        :attr:`Config.setting_sources` filled in. ``unit_interval_s`` defaults to
+        :data:`LIVE_UNIT_INTERVAL_S`.
+
+    Raises:
+        ConfigError: the file is missing (when named explicitly), unreadable, not valid TOML
+            (message: file, line, column, as :mod:`tomllib` reports them), or breaks a rule of the
+            schema in the module docstring (message: file, line, host and key); or a quick form
+            is malformed; or two hosts share a name.
+    """
+    env = os.environ if env is None else env
+    cfile = choose_config_file(config_path, env, default_path)
+    doc: dict[str, Any] = {}
+    lines = _Lines("", cfile.shown)
+    if cfile.exists:
+        try:
+            text = cfile.path.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{cfile.shown}: cannot be read: {exc}") from None
+        try:
+            doc = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{cfile.shown}: not valid TOML: {exc}") from None
+        lines = _Lines(text, cfile.shown)
+
+    for key in doc:
+        if key not in _TOP_KEYS:
+            raise ConfigError(lines.where(("top", 0), key)
+                              + _unknown("table" if isinstance(doc[key], dict) else "key", key, _TOP_KEYS))
+    settings, setting_sources = _settings(doc.get("settings", {}), lines)
+    defaults = _defaults(doc.get("defaults", {}), lines)
+
+    # The file's hosts are checked even when quick forms replace them: a typo there is still a typo.
+    file_hosts = _file_hosts(doc.get("host", []), defaults, lines)
+    hosts = file_hosts if not quick else _quick_hosts(quick, defaults, lines)
+    sources = {spec.name: src for spec, src in hosts}
+    return Config(hosts=tuple(spec for spec, _ in hosts), file=cfile, sources=sources, setting_sources=setting_sources,
+                  **settings)
+
+
+def parse_quick(arg: str, n: int = 1) -> HostSpec:
+    """Parse one quick form ``[user@]host[:port]/unit`` into a :class:`HostSpec`.
+
+    ``name`` is the host part (``root@10.0.0.5:2222/x`` → ``10.0.0.5``; ``[::1]:22/x`` → ``::1``),
+    ``ssh`` everything before the ``/`` (``local`` for this machine), ``unit`` what follows it with
+    ``.service`` appended when it has no unit suffix. No ``[defaults]`` are applied here (that is
+    :func:`load_config`'s job).
+
+    Args:
+        arg: the argument as typed. n: its position among the quick forms (for messages).
+
+    Raises:
+        ConfigError: no ``/``, no host, a bad port, no unit, or a unit name systemd would refuse;
+            the message names ``quick form argument N`` and the argument.
+    """
+    return _quick(arg, n)
+
+
+def looks_like_quick_form(arg: str) -> bool:
+    """True when a command-line HOST argument is a quick form (it holds a ``/``) rather than the
+    name of a configured host."""
+    return "/" in arg
+
+
+def normalize_unit(unit: str) -> str:
+    """``unit`` with ``.service`` appended when it has no systemd unit suffix (:data:`UNIT_SUFFIXES`).
+
+    Raises:
+        ValueError: the result is not a valid systemd unit name (systemd.unit(5): letters, digits
+            and ``:-_.\\@``, at most 255 characters, a prefix before the suffix, at most one ``@``,
+            not a template like ``x@.service``), or it starts with ``-`` (``journalctl -u`` would
+            read it as an option).
+    """
+    if not unit:
+        raise ValueError("the unit name is empty")
+    stem, dot, suffix = unit.rpartition(".")
+    if not (dot and suffix in UNIT_SUFFIXES):
+        unit += ".service"
+        stem, _, suffix = unit.rpartition(".")
+    bad = "".join(sorted({c for c in unit if not _UNIT_CHARS.fullmatch(c)}))
+    if bad:
+        raise ValueError(f"{unit!r} is not a systemd unit name: {bad!r} is not allowed "
+                         "(letters, digits and :-_.\\@ only)")
+    if len(unit) > _UNIT_MAX:
+        raise ValueError(f"the unit name is {len(unit)} characters long; systemd allows {_UNIT_MAX}")
+    if not stem or stem.startswith("@"):
+        raise ValueError(f"{unit!r} is not a systemd unit name: nothing before the suffix")
+    if stem.startswith("-"):
+        raise ValueError(f"{unit!r}: a unit name starting with '-' is not supported")
+    if stem.count("@") > 1:
+        raise ValueError(f"{unit!r} is not a systemd unit name: more than one '@'")
+    if stem.endswith("@"):
+        raise ValueError(f"{unit!r} is a template; name an instance, e.g. {stem}1.{suffix}")
+    return unit
+
+
+def resolve_ssh(target: str, ssh_config: Sequence[str | os.PathLike[str]] | None = None,
+                local_user: str | None = None) -> tuple[str, str, int] | None:
+    """Where ``target`` leads by the SSH client config, parsed by asyncssh (no connection made).
+
+    Args:
+        target: ``[user@]host[:port]`` or an alias; ``"local"`` gives None.
+        ssh_config: config files (default ``~/.ssh/config`` when it exists, else none).
+        local_user: the user when neither target nor config names one (default: ``$USER`` or
+            ``getpass.getuser()``).
+
+    Returns:
+        (user, host name, port), or None for ``"local"`` or a target :func:`~probes.ssh.parse_target`
+        refuses.
+    """
+    from asyncssh.config import SSHClientConfig
+
+    if target == "local":
+        return None
+    try:
+        user, host, port = parse_target(target)
+    except ValueError:
+        return None
+    if ssh_config is None:
+        default = Path(os.path.expanduser("~/.ssh/config"))
+        ssh_config = [default] if default.is_file() else []
+    if local_user is None:
+        import getpass
+
+        local_user = getpass.getuser()
+    paths = [Path(p) for p in ssh_config]
+    try:
+        cfg = SSHClientConfig.load(None, paths, False, False, False, local_user,
+                                   user if user else (), host, port if port else ())
+    except Exception:  # a broken ~/.ssh/config is for the SSH runner to report, not us
+        return user or local_user, host, port or 22
+    return (str(cfg.get("User") or local_user), str(cfg.get("Hostname") or host),
+            int(cfg.get("Port") or 22))
+
+
+# --- internals -------------------------------------------------------------------------------------
+
+_Section = tuple[str, int]  # ("top", 0), ("settings", 0), ("defaults", 0), ("host", index)
+_HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_\-\"' .]+?)\s*(\]\]?)\s*(#.*)?$")
+
+
+class _Lines:
+    """Finds the line of a key in the TOML text: tomllib reports none for values it accepted.
+
+    Counts ``[[host]]`` headers; a key is found by a line ``key =`` (or ``"key" =``) inside its
+    table. Simple on purpose: a key inside a multi-line string or written as a dotted key is not
+    found, and the message then names the table's header line (or no line).
+    """
+
+    def __init__(self, text: str, shown: str) -> None:
+        self.shown = shown
+        self.headers: dict[_Section, int] = {}
+        self.keys: dict[_Section, dict[str, int]] = {}
+        section: _Section = ("top", 0)
+        hosts = 0
+        self.keys[section] = {}
+        for number, line in enumerate(text.splitlines(), 1):
+            m = _HEADER.match(line)
+            if m and (m.group(1) == "[[") == (m.group(3) == "]]"):
+                name = m.group(2).strip().strip("\"'")
+                if m.group(1) == "[[" and name == "host":
+                    section = ("host", hosts)
+                    hosts += 1
+                elif name in ("settings", "defaults"):
+                    section = (name, 0)
+                else:
+                    section = ("other", number)
+                    self.keys[("top", 0)].setdefault(name.split(".")[0], number)
+                self.headers.setdefault(section, number)
+                if section[0] != "other":
+                    self.keys[("top", 0)].setdefault(section[0], number)
+                self.keys.setdefault(section, {})
+                continue
+            k = re.match(r"""^\s*(?:"([^"]*)"|'([^']*)'|([A-Za-z0-9_\-]+))\s*[=.]""", line)
+            if k:
+                key = next(g for g in k.groups() if g is not None)
+                self.keys[section].setdefault(key, number)
+
+    def line_of(self, section: _Section, key: str | None) -> int | None:
+        """The line of ``key`` in ``section`` (or of the section's header when ``key`` is None or
+        not found); None when neither is known."""
+        if key is not None and key in self.keys.get(section, {}):
+            return self.keys[section][key]
+        return self.headers.get(section)
+
+    def where(self, section: _Section | None, key: str | None) -> str:
+        """``"FILE line N: "`` for ``key`` in ``section`` (``"FILE: "`` when the line is unknown)."""
+        line = self.line_of(section, key)
+        return f"{self.shown} line {line}: " if line else f"{self.shown}: "
+
+    def source(self, section: _Section, key: str) -> str:
+        """``"FILE:LINE"`` (or ``"FILE"``) for provenance."""
+        line = self.line_of(section, key)
+        return f"{self.shown}:{line}" if line else self.shown
+
+
+def _unknown(what: str, key: str, known: Sequence[str]) -> str:
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f' (did you mean "{close[0]}"?)' if close else f" (known: {', '.join(known)})"
+    return f'{what} "{key}" is not known{hint}'
+
+
+def _kind(value: Any) -> str:
+    return {bool: "true/false", int: "an integer", float: "a number", str: "a string",
+            list: "an array", dict: "a table"}.get(type(value), type(value).__name__)
+
+
+def _check(key: str, value: Any) -> Any:
+    """Validate (and normalise) one host value; ValueError says what is wrong."""
+    if key in ("sudo", "user_unit"):
+        if not isinstance(value, bool):
+            raise ValueError(f"must be true or false, not {_kind(value)}")
+        return value
+    if key in ("port", "backlog"):
+        hi = 65535 if key == "port" else 100_000
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"must be an integer 1..{hi}, not {_kind(value)}")
+        if not 1 <= value <= hi:
+            raise ValueError(f"must be 1..{hi}, not {value}")
+        return value
+    if not isinstance(value, str):
+        raise ValueError(f"must be a string, not {_kind(value)}")
+    if not value.strip():
+        raise ValueError("must not be empty")
+    if _CONTROL.search(value):
+        raise ValueError("must not hold control characters")
+    if key == "unit":
+        return normalize_unit(value)
+    if key == "engine":
+        engine = value.lower()
+        if engine not in ENGINES:
+            raise ValueError(f'must be a known engine id ({", ".join(ENGINES)}), not "{value}"')
+        return engine
+    if key == "ssh":
+        if value != "local":
+            if any(c.isspace() for c in value):
+                raise ValueError(f'"{value}" is not an SSH target (no spaces allowed)')
+            parse_target(value)  # raises ValueError with the reason
+        return value
+    if key == "health_url":
+        try:
+            health_target(HostSpec("x", "x.service", health_url=value))
+        except ValueError:
+            raise ValueError(f'must be an http:// or https:// URL with a host, not "{value}"') from None
+        return value
+    return value  # name
+
+
+def _settings(table: Any, lines: _Lines) -> tuple[dict[str, float], dict[str, str]]:
+    values: dict[str, float] = {"unit_interval_s": LIVE_UNIT_INTERVAL_S}
+    sources = {k: "default" for k in SETTING_KEYS}
+    sec: _Section = ("settings", 0)
+    if not isinstance(table, dict):
+        raise ConfigError(lines.where(("top", 0), "settings") + '"settings" must be a table: [settings]')
+    for key, value in table.items():
+        if key not in SETTING_KEYS:
+            raise ConfigError(lines.where(sec, key) + "[settings]: " + _unknown("key", key, SETTING_KEYS))
+        if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+                or value <= 0):
+            shown = _kind(value) if not isinstance(value, (int, float)) or isinstance(value, bool) else value
+            raise ConfigError(lines.where(sec, key) + f'[settings]: key "{key}" must be a positive '
+                              f"number of seconds, not {shown}")
+        values[key] = float(value)
+        sources[key] = lines.source(sec, key)
+    return values, sources
+
+
+def _defaults(table: Any, lines: _Lines) -> dict[str, tuple[Any, str]]:
+    """``[defaults]`` checked: key → (value, source)."""
+    sec: _Section = ("defaults", 0)
+    if not isinstance(table, dict):
+        raise ConfigError(lines.where(("top", 0), "defaults") + '"defaults" must be a table: [defaults]')
+    out: dict[str, tuple[Any, str]] = {}
+    for key, value in table.items():
+        if key == "name":
+            raise ConfigError(lines.where(sec, key) + '[defaults]: key "name" cannot have a default '
+                              "(every host needs its own)")
+        if key not in DEFAULT_KEYS:
+            raise ConfigError(lines.where(sec, key) + "[defaults]: " + _unknown("key", key, DEFAULT_KEYS))
+        try:
+            out[key] = (_check(key, value), "[defaults] " + lines.source(sec, key))
+        except ValueError as exc:
+            raise ConfigError(lines.where(sec, key) + f'[defaults]: key "{key}" {_msg(exc)}') from None
+    return out
+
+
+def _msg(exc: ValueError) -> str:
+    text = str(exc)
+    return text if text.startswith(("must", "is ", '"')) else f"is wrong: {text}"
+
+
+def _file_hosts(tables: Any, defaults: dict[str, tuple[Any, str]],
+                lines: _Lines) -> list[tuple[HostSpec, dict[str, str]]]:
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise ConfigError(lines.where(("top", 0), "host")
+                          + '"host" must be an array of tables: write each host as [[host]]')
+    out: list[tuple[HostSpec, dict[str, str]]] = []
+    seen: dict[str, str] = {}
+    for i, table in enumerate(tables):
+        spec, src = _host(table, i, defaults, lines)
+        if spec.name in seen:
+            raise ConfigError(lines.where(("host", i), "name" if "name" in table else None)
+                              + f'host "{spec.name}": the name is already used by the host {seen[spec.name]}')
+        line = lines.line_of(("host", i), None)
+        seen[spec.name] = f"on line {line}" if line else "before"
+        out.append((spec, src))
+    return out
+
+
+def _quick_hosts(quick: Sequence[str], defaults: dict[str, tuple[Any, str]],
+                 lines: _Lines) -> list[tuple[HostSpec, dict[str, str]]]:
+    out: list[tuple[HostSpec, dict[str, str]]] = []
+    seen: dict[str, str] = {}
+    for n, arg in enumerate(quick, 1):
+        where = f"quick form argument {n}"
+        spec = _quick(arg, n)
+        given = {"name": spec.name, "ssh": spec.ssh, "unit": spec.unit}
+        spec, src = _build(given, {k: where for k in given}, defaults, lines, context=f'{where} "{arg}": ')
+        if spec.name in seen:
+            raise ConfigError(f'{where} "{arg}": host "{spec.name}" is given twice (also {seen[spec.name]})')
+        seen[spec.name] = where
+        out.append((spec, src))
+    return out
+
+
+def _host(table: dict[str, Any], i: int, defaults: dict[str, tuple[Any, str]],
+          lines: _Lines) -> tuple[HostSpec, dict[str, str]]:
+    sec: _Section = ("host", i)
+    label = f'host "{table["name"]}"' if isinstance(table.get("name"), str) else f"host #{i + 1}"
+    for key in table:
+        if key not in HOST_KEYS:
+            raise ConfigError(lines.where(sec, key) + f"{label}: " + _unknown("key", key, HOST_KEYS))
+    given: dict[str, Any] = {}
+    src: dict[str, str] = {}
+    for key, value in table.items():
+        try:
+            given[key] = _check(key, value)
+        except ValueError as exc:
+            raise ConfigError(lines.where(sec, key) + f'{label}: key "{key}" {_msg(exc)}') from None
+        src[key] = lines.source(sec, key)
+    return _build(given, src, defaults, lines, context=f"{label}: ", section=sec)
+
+
+def _build(given: dict[str, Any], src: dict[str, str], defaults: dict[str, tuple[Any, str]],
+           lines: _Lines, *, context: str, section: _Section | None = None) -> tuple[HostSpec, dict[str, str]]:
+    """Merge a host's own values over ``[defaults]`` over the built-in defaults."""
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for key in HOST_KEYS:
+        if key in given:
+            values[key], sources[key] = given[key], src[key]
+        elif key in defaults:
+            values[key], sources[key] = defaults[key]
+    where = lines.where(section, None) if section else ""
+    if "name" not in values and "ssh" not in values:
+        raise ConfigError(where + f'{context}give "name" or "ssh" (or both)')
+    if "unit" not in values:
+        raise ConfigError(where + f'{context}key "unit" is required (e.g. unit = "sglang.service")')
+    if "name" not in values:
+        ssh = values["ssh"]
+        values["name"] = "local" if ssh == "local" else parse_target(ssh)[1]
+        sources["name"] = "default: the host part of ssh"
+    if "ssh" not in values:
+        values["ssh"] = None
+        sources["ssh"] = "default: the name"
+    spec = HostSpec(**values)
+    if "ssh" not in given and "ssh" not in defaults and spec.target != "local":
+        try:  # the name is the SSH target: it must be one
+            _check("ssh", spec.target)
+        except ValueError as exc:
+            key = "name" if "name" in given else None
+            raise ConfigError((lines.where(section, key) if section else "") + f'{context}key "name" is '
+                              f'used as the SSH target (no "ssh" given) and {_msg(exc)}') from None
+    for f in fields(HostSpec):
+        sources.setdefault(f.name, "default")
+    return spec, {k: sources[k] for k in HOST_KEYS}
+
+
+def _quick(arg: str, n: int) -> HostSpec:
+    where = f'quick form argument {n} "{arg}"'
+    target, slash, unit = arg.partition("/")
+    if not slash:
+        raise ConfigError(f"{where}: write HOST/UNIT, e.g. gpu-node-2/vllm.service")
+    if not target:
+        raise ConfigError(f"{where}: no host before the '/' (write HOST/UNIT, e.g. gpu-node-2/vllm)")
+    if not unit:
+        raise ConfigError(f"{where}: no unit after the '/' (write HOST/UNIT, e.g. {target}/vllm.service)")
+    if "/" in unit:
+        raise ConfigError(f"{where}: more than one '/' (write HOST/UNIT)")
+    try:
+        unit = _check("unit", unit)
+        ssh = _check("ssh", target)
+        name = "local" if ssh == "local" else parse_target(ssh)[1]
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    return HostSpec(name=name, unit=unit, ssh=ssh)
