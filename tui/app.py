@@ -18,6 +18,7 @@ from textual.binding import Binding
 from textual.worker import Worker, WorkerState
 
 from probes.clock import Clock, WallClock
+from probes.gpu import NvmlSource
 from probes.runner import Runner
 from probes.watch import HostSpec, HostWatcher
 from tui.config import Config
@@ -38,7 +39,8 @@ class UpwatchApp(App[None]):
     ]
 
     def __init__(self, config: Config, runner_factory: RunnerFactory, clock: Clock | None = None,
-                 *, start_watchers: bool = True) -> None:
+                 *, start_watchers: bool = True,
+                 gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None = None) -> None:
         super().__init__()
         self.config = config
         self.clock = clock or WallClock()
@@ -48,7 +50,8 @@ class UpwatchApp(App[None]):
             self.watchers[spec.name] = HostWatcher(
                 spec, runner_factory(spec), self.clock, self._mark_dirty,
                 unit_interval_s=config.unit_interval_s, health_interval_s=config.health_interval_s,
-                gpu_interval_s=config.gpu_interval_s)
+                gpu_interval_s=config.gpu_interval_s,
+                gpu_source=gpu_source_factory(spec) if gpu_source_factory is not None else None)
         self._dirty: set[str] = set(self.watchers)
         self._pushed: dict[str, object] = {}
         self._last_flush = 0.0
@@ -143,7 +146,8 @@ class UpwatchApp(App[None]):
 
 
 def make_app(config: Config, runner_factory: RunnerFactory, clock: Clock | None = None,
-             *, start_watchers: bool = True) -> UpwatchApp:
+             *, start_watchers: bool = True,
+             gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None = None) -> UpwatchApp:
     """Build the dashboard for the CLI, the tests and the screenshot script alike.
 
     Args:
@@ -151,5 +155,7 @@ def make_app(config: Config, runner_factory: RunnerFactory, clock: Clock | None 
         runner_factory: makes the :class:`~probes.runner.Runner` for a host (SSH, local, replay).
         clock: the clock (default: wall time); the demo passes a sped-up one, tests a manual one.
         start_watchers: False leaves the probes stopped (tests that drive watchers themselves).
+        gpu_source_factory: a local GPU source per host (NVML for ``ssh = "local"``), or None.
     """
-    return UpwatchApp(config, runner_factory, clock, start_watchers=start_watchers)
+    return UpwatchApp(config, runner_factory, clock, start_watchers=start_watchers,
+                      gpu_source_factory=gpu_source_factory)

@@ -1,5 +1,215 @@
-"""Placeholder until ``upwatch status`` lands (being written separately); the real module replaces this file."""
+"""``upwatch status [--json] [HOST...]``: connect, wait until every host answered once, print, exit.
+
+The same engine as the dashboard (one :class:`~probes.watch.HostWatcher` per host), without a
+screen. A host has answered when each probe delivered or failed once and its journal backlog has
+been read (no new entry for :data:`JOURNAL_QUIET_S`); the wait is bounded by ``--timeout``.
+
+Exit status: 0 every host answered; 4 at least one could not be reached (connection, login or
+host key). JSON (``--json``): a list with one object per host; see :func:`host_json`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import IO, Any
+
+from probes.clock import Clock, WallClock
+from probes.gpu import NvmlSource
+from probes.model import CONNECTION_KINDS
+from probes.runner import Runner
+from probes.state import HostState
+from probes.watch import HostSpec, HostWatcher
+from tui.config import Config
+
+EXIT_OK = 0
+EXIT_UNREACHABLE = 4
+
+#: Seconds without a new journal entry after which the first connect's backlog counts as read.
+JOURNAL_QUIET_S = 0.5
 
 
-def run_status(config, *, as_json, timeout_s, out):
-    raise NotImplementedError
+def _local(t: float | None) -> str | None:
+    """Epoch seconds → ISO 8601 with the local offset, or None."""
+    return datetime.fromtimestamp(t).astimezone().isoformat(timespec="seconds") if t is not None else None
+
+
+def connection_text(s: HostState) -> str:
+    """``ok``, or why the host could not be reached (the failure's message)."""
+    f = next((f for f in s.failures if f.kind in CONNECTION_KINDS), None)
+    return "ok" if f is None else f.message
+
+
+def host_json(spec: HostSpec, s: HostState) -> dict[str, Any]:
+    """One host's snapshot as a JSON-ready dict.
+
+    Keys: ``host``, ``unit``, ``engine``, ``state`` (``waiting``, ``loading``, ``ready``,
+    ``failed``, ``stopped``), ``phase`` (DESIGN.md phase id), ``progress`` (``{"phase", "done",
+    "total", "fraction"}`` or null), ``readiness`` (DESIGN.md ladder: ``inactive``,
+    ``port_closed``, ``http_unhealthy``, ``healthy``, ``serving``, or ``unknown``), ``restarts``
+    (NRestarts, or null), ``restart_loop`` (bool), ``gpus`` (list of ``index``, ``name``,
+    ``mem_used_mib``, ``mem_total_mib``, ``util_pct``; null where not available), ``gpu_error``
+    (why there are no GPU values, or null), ``error`` (``{"text", "time"}`` of the decisive line,
+    time ISO 8601, or null), ``cause``, ``hint``, ``last_line``, ``verdict`` (``{"level",
+    "sentence"}`` or null), ``connection`` (``ok`` or the reason), ``probe_errors`` (probe → message).
+    """
+    gpus = []
+    if s.gpus is not None:
+        gpus = [{"index": g.index, "name": g.name or None, "mem_used_mib": g.mem_used_mib,
+                 "mem_total_mib": g.mem_total_mib, "util_pct": g.util_pct} for g in s.gpus.gpus]
+    gf = s.failure("gpu")
+    p = s.progress
+    return {
+        "host": spec.name,
+        "unit": s.unit,
+        "engine": s.engine,
+        "state": s.state,
+        "phase": s.phase,
+        "progress": ({"phase": p.phase, "done": p.done, "total": p.total, "fraction": round(p.fraction, 4)}
+                     if p is not None else None),
+        "readiness": s.readiness,
+        "restarts": s.restart_counter,
+        "restart_loop": s.restart_loop,
+        "gpus": gpus,
+        "gpu_error": gf.message if gf is not None else None,
+        "error": {"text": s.error.text, "time": _local(s.failed_at)} if s.error is not None else None,
+        "cause": s.cause,
+        "hint": s.hint or None,
+        "last_line": s.last_line or None,
+        "verdict": {"level": s.verdict.level, "sentence": s.verdict.sentence} if s.verdict else None,
+        "connection": connection_text(s),
+        "probe_errors": {f.probe: f.message for f in s.failures},
+    }
+
+
+def format_host(spec: HostSpec, s: HostState) -> str:
+    """One host's snapshot as a few aligned lines of plain text (host text is not interpreted)."""
+    from widgets.fmt import PHASE_LABELS, RUNG_WORDS  # plain dicts; no widget is built
+
+    rows: list[tuple[str, str]] = []
+    state = s.state
+    phase = PHASE_LABELS.get(s.phase, s.phase)
+    if s.progress is not None and s.progress.total and s.progress.phase == s.phase:
+        p = s.progress
+        phase += f" {p.done:g}/{p.total:g} ({p.fraction:.0%})"
+    rows.append(("state", f"{state} · {phase}"))
+    rows.append(("readiness", RUNG_WORDS.get(s.readiness, s.readiness)))
+    rows.append(("restarts", "?" if s.restart_counter is None else str(s.restart_counter)
+                 + (" (restart loop)" if s.restart_loop else "")))
+    gf = s.failure("gpu")
+    if s.gpus is not None and s.gpus.gpus:
+        cells = []
+        for g in s.gpus.gpus:
+            used = "?" if g.mem_used_mib is None else str(g.mem_used_mib)
+            total = "?" if g.mem_total_mib is None else str(g.mem_total_mib)
+            util = "" if g.util_pct is None else f" {g.util_pct}%"
+            cells.append(f"{g.index}: {used}/{total} MiB{util}")
+        rows.append(("GPUs", " · ".join(cells)))
+    if gf is not None:
+        rows.append(("GPU error", gf.message))
+    if s.error is not None:
+        rows.append(("error", s.error.text))
+        if s.hint:
+            rows.append(("hint", s.hint))
+    if s.last_line:
+        rows.append(("last line", s.last_line))
+    if s.verdict is not None:
+        rows.append(("verdict", s.verdict.sentence))
+    rows.append(("connection", connection_text(s)))
+    head = f"{spec.name}  {s.unit} · {s.engine}"
+    width = max(len(k) for k, _ in rows)
+    return "\n".join([head] + [f"  {k.ljust(width)}  {_oneline(v)}" for k, v in rows]) + "\n"
+
+
+def _oneline(text: str) -> str:
+    """Host text on one line, control characters (escape codes) shown as ``?``."""
+    return "".join(ch if ch.isprintable() else "?" for ch in text.replace("\n", " "))
+
+
+async def collect(config: Config, timeout_s: float, *,
+                  runner_factory: Callable[[HostSpec], Runner] | None = None,
+                  gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None = None,
+                  clock: Clock | None = None) -> list[tuple[HostSpec, HostState, bool]]:
+    """Watch every host until each answered once (or ``timeout_s`` real seconds passed), then stop.
+
+    Returns:
+        ``(spec, snapshot, answered)`` per host, in config order. Every remote process started is
+        ended before this returns.
+    """
+    if runner_factory is None or gpu_source_factory is None:
+        from tui.live import gpu_source_for, runner_for
+
+        runner_factory = runner_factory or runner_for
+        gpu_source_factory = gpu_source_factory or gpu_source_for
+    clock = clock or WallClock()
+    changed = asyncio.Event()
+    watchers = [HostWatcher(spec, runner_factory(spec), clock, lambda _w: changed.set(),
+                            unit_interval_s=config.unit_interval_s, health_interval_s=config.health_interval_s,
+                            gpu_interval_s=config.gpu_interval_s, gpu_source=gpu_source_factory(spec))
+                for spec in config.hosts]
+    last_seq = {id(w): (-1, 0.0) for w in watchers}
+
+    def done(w: HostWatcher) -> bool:
+        if w.model.unreachable() and w.model._unit is None:
+            return True  # could not connect at all: nothing more will come before the timeout
+        if not w.answered():
+            return False
+        seq, since = last_seq[id(w)]
+        now = time.monotonic()
+        if w.model.seq != seq:
+            last_seq[id(w)] = (w.model.seq, now)
+            return False
+        return now - since >= JOURNAL_QUIET_S or w.model.failing("journal")
+
+    for w in watchers:
+        w.start()
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not all(done(w) for w in watchers):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            changed.clear()
+            try:
+                await asyncio.wait_for(changed.wait(), min(left, JOURNAL_QUIET_S / 2))
+            except TimeoutError:
+                pass
+        answered = [done(w) for w in watchers]
+        return [(w.spec, w.state(), a) for w, a in zip(watchers, answered)]
+    finally:
+        await asyncio.gather(*(w.stop() for w in watchers), return_exceptions=True)
+
+
+def run_status(config: Config, *, as_json: bool, timeout_s: float, out: IO[str],
+               runner_factory: Callable[[HostSpec], Runner] | None = None,
+               gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None = None) -> int:
+    """Print one snapshot per host of ``config`` and return the exit status (0, or 4 when a host
+    could not be reached). ``as_json`` prints a JSON list (:func:`host_json`) instead of text."""
+    results = asyncio.run(collect(config, timeout_s, runner_factory=runner_factory,
+                                  gpu_source_factory=gpu_source_factory))
+    unreachable = False
+    for spec, s, answered in results:
+        if s.stale_since is not None or (not answered and s.unit_state is None):
+            unreachable = True
+    if as_json:
+        items = []
+        for spec, s, answered in results:
+            item = host_json(spec, s)
+            if not answered and item["connection"] == "ok":
+                item["connection"] = f"no answer within {timeout_s:g} s"
+            items.append(item)
+        json.dump(items, out, ensure_ascii=False, indent=2)
+        out.write("\n")
+    else:
+        for i, (spec, s, answered) in enumerate(results):
+            if i:
+                out.write("\n")
+            text = format_host(spec, s)
+            if not answered and connection_text(s) == "ok":
+                text += f"  (not every probe answered within {timeout_s:g} s)\n"
+            out.write(text)
+    out.flush()
+    return EXIT_UNREACHABLE if unreachable else EXIT_OK
