@@ -223,6 +223,10 @@ class SshRunner:
     async def _endpoint(self) -> tuple[str, int]:
         """The host name and port the config resolves our target to (for error messages)."""
         kw = self._connect_args()
+        if "config" not in kw:
+            # connect() reads ~/.ssh/config by default; building options by hand does not.
+            default = os.path.expanduser("~/.ssh/config")
+            kw["config"] = [default] if os.access(default, os.R_OK) else []
         try:
             opts = await asyncio.to_thread(asyncssh.SSHClientConnectionOptions, host=self._hostname,
                                            known_hosts=None, client_keys=None, **kw)

@@ -95,7 +95,7 @@ def format_host(spec: HostSpec, s: HostState) -> str:
     if s.progress is not None and s.progress.total and s.progress.phase == s.phase:
         p = s.progress
         phase += f" {p.done:g}/{p.total:g} ({p.fraction:.0%})"
-    rows.append(("state", f"{state} · {phase}"))
+    rows.append(("state", state if phase.lower() == state else f"{state} · {phase}"))
     rows.append(("readiness", RUNG_WORDS.get(s.readiness, s.readiness)))
     rows.append(("restarts", "?" if s.restart_counter is None else str(s.restart_counter)
                  + (" (restart loop)" if s.restart_loop else "")))

@@ -1,0 +1,257 @@
+"""``upwatch status`` end to end against real OpenSSH test hosts (tests/testhost.py).
+
+Each test writes a ``hosts.toml`` and a ``~/.ssh/config`` (under a fake ``HOME``: asyncssh reads
+``~/.ssh/config`` itself, with ``HostName``, ``Port``, ``User``, ``IdentityFile`` and
+``UserKnownHostsFile``), runs ``tui.cli.main(["status", ...])`` and checks what it printed and
+its exit status. The host side is real: sshd, journalctl on a real journal file; systemctl and
+nvidia-smi print real captured output (shims).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from probes.gpu import MSG_MISMATCH, MSG_NOT_INSTALLED
+from testhost import TestHost
+from tui.cli import main
+
+pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
+
+
+def setup_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: TestHost, *,
+               alias: str = "gpu-a", known_hosts: Path | None = None, key: Path | None = None) -> Path:
+    """A fake HOME whose ``~/.ssh/config`` names ``host`` as ``alias``; no agent."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True, exist_ok=True)
+    cfg = home / ".ssh" / "config"
+    old = cfg.read_text() if cfg.exists() else ""
+    cfg.write_text(old + f"Host {alias}\n  HostName 127.0.0.1\n  Port {host.sshd.port}\n  User root\n"
+                   f"  IdentityFile {key or host.sshd.client_key}\n"
+                   f"  UserKnownHostsFile {known_hosts or host.sshd.known_hosts}\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    monkeypatch.delenv("UPWATCH_CONFIG", raising=False)
+    return home
+
+
+def hosts_toml(tmp_path: Path, body: str) -> str:
+    path = tmp_path / "hosts.toml"
+    path.write_text(body)
+    return str(path)
+
+
+def status_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[dict]]:
+    rc = main(["status", "--json", "--timeout", "20", *args])
+    out = capsys.readouterr().out
+    return rc, json.loads(out)
+
+
+def host_block(name: str, port: int, extra: str = "") -> str:
+    return (f'[[host]]\nname = "{name}"\nunit = "sglang.service"\n'
+            f'health_url = "http://127.0.0.1:{port}/health"\n{extra}')
+
+
+# --- a host that is up ----------------------------------------------------------------------------
+
+def test_status_json_of_a_ready_sglang_host(testhost: TestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    testhost.seed_log("sglang-ok-01.log")
+    setup_home(tmp_path, monkeypatch, testhost)
+    assert testhost.health is not None
+    rc, items = status_json(capsys, "--config", hosts_toml(tmp_path, host_block("gpu-a", testhost.health.port)))
+    assert rc == 0 and len(items) == 1
+    h = items[0]
+    assert (h["host"], h["unit"], h["engine"], h["state"], h["phase"]) == ("gpu-a", "sglang.service", "sglang", "ready", "ready")
+    assert h["readiness"] in ("healthy", "serving")
+    assert h["restarts"] == 0 and h["restart_loop"] is False
+    assert h["connection"] == "ok" and h["error"] is None and h["gpu_error"] is None
+    assert h["last_line"].endswith("The server is fired up and ready to roll!")
+    assert len(h["gpus"]) == 8
+    assert h["gpus"][0] == {"index": 0, "name": "NVIDIA H100 80GB HBM3", "mem_used_mib": 0,
+                            "mem_total_mib": 81559, "util_pct": 0}
+    assert h["gpus"][7]["mem_used_mib"] == 1536
+    # Every remote process of the run is gone once status returned (it waits for them).
+    assert testhost.remote_processes() == []
+
+
+def test_status_text_names_each_part(testhost: TestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    testhost.seed_log("sglang-ok-01.log")
+    setup_home(tmp_path, monkeypatch, testhost)
+    assert testhost.health is not None
+    rc = main(["status", "--timeout", "20", "--config", hosts_toml(tmp_path, host_block("gpu-a", testhost.health.port))])
+    out = capsys.readouterr().out
+    assert rc == 0
+    lines = out.splitlines()
+    assert lines[0] == "gpu-a  sglang.service · sglang"
+    assert any(ln.split() == ["state", "ready"] for ln in lines), out
+    assert "0: 0/81559 MiB 0%" in out and "7: 1536/81559 MiB 0%" in out
+    assert any(ln.split()[:2] == ["connection", "ok"] for ln in lines)
+
+
+# --- readiness rungs ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("mode", "rung"), [("refused", "port_closed"), (503, "http_unhealthy"), (200, "healthy")])
+def test_status_reads_each_health_rung(testhost: TestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture[str], mode: int | str, rung: str) -> None:
+    assert testhost.health is not None
+    testhost.health.set_mode(mode)
+    setup_home(tmp_path, monkeypatch, testhost)
+    rc, items = status_json(capsys, "--config", hosts_toml(tmp_path, host_block("gpu-a", testhost.health.port)))
+    assert rc == 0
+    # The first look at a healthy server is "healthy"; "serving" needs a generation, done later.
+    assert items[0]["readiness"] == rung
+
+
+# --- unit and GPU troubles ------------------------------------------------------------------------
+
+def test_status_of_a_unit_that_does_not_exist(testhost: TestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    testhost.set_systemctl_show(None)  # the real not-found output, with our unit's Id
+    setup_home(tmp_path, monkeypatch, testhost)
+    assert testhost.health is not None
+    rc, items = status_json(capsys, "--config", hosts_toml(tmp_path, host_block("gpu-a", testhost.health.port)))
+    assert rc == 0
+    assert items[0]["readiness"] == "inactive"
+    assert items[0]["verdict"] == {"level": "error", "sentence": "Unit sglang.service does not exist on this host."}
+
+
+def test_status_says_nvidia_smi_is_missing(testhost: TestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    testhost.remove_shim("nvidia-smi")
+    assert not Path("/usr/bin/nvidia-smi").exists()
+    setup_home(tmp_path, monkeypatch, testhost)
+    assert testhost.health is not None
+    rc, items = status_json(capsys, "--config", hosts_toml(tmp_path, host_block("gpu-a", testhost.health.port)))
+    assert rc == 0
+    assert items[0]["gpus"] == [] and items[0]["gpu_error"] == MSG_NOT_INSTALLED
+    assert items[0]["connection"] == "ok"
+
+
+def test_status_says_driver_library_mismatch(testhost: TestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    testhost.set_nvidia_error("error.driver-library-mismatch.txt")
+    setup_home(tmp_path, monkeypatch, testhost)
+    assert testhost.health is not None
+    rc, items = status_json(capsys, "--config", hosts_toml(tmp_path, host_block("gpu-a", testhost.health.port)))
+    assert rc == 0
+    assert items[0]["gpus"] == [] and items[0]["gpu_error"].startswith(MSG_MISMATCH)
+
+
+# --- hosts that cannot be reached -----------------------------------------------------------------
+
+def test_a_closed_port_exits_4_and_the_other_host_still_reports(
+        testhost: TestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    setup_home(tmp_path, monkeypatch, testhost)
+    assert testhost.health is not None
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+        closed = s.getsockname()[1]
+        body = host_block("gpu-a", testhost.health.port) + (
+            f'\n[[host]]\nname = "gpu-b"\nssh = "root@127.0.0.1:{closed}"\nunit = "vllm.service"\n')
+        t0 = time.monotonic()
+        rc, items = status_json(capsys, "--config", hosts_toml(tmp_path, body))
+        took = time.monotonic() - t0
+    assert rc == 4
+    a, b = items
+    assert a["connection"] == "ok" and len(a["gpus"]) == 8
+    assert b["host"] == "gpu-b" and "refused" in b["connection"].lower()
+    assert b["gpus"] == [] and b["readiness"] == "unknown"
+    assert took < 15  # an unreachable host does not hold the answer until --timeout (20 s)
+
+
+def test_an_unknown_host_key_exits_4_with_the_command_that_fixes_it(
+        testhost: TestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "empty_known_hosts"
+    empty.write_text("")
+    setup_home(tmp_path, monkeypatch, testhost, known_hosts=empty)
+    assert testhost.health is not None
+    rc, items = status_json(capsys, "--config", hosts_toml(tmp_path, host_block("gpu-a", testhost.health.port)))
+    assert rc == 4
+    conn = items[0]["connection"]
+    assert f"ssh-keyscan -p {testhost.sshd.port} 127.0.0.1" in conn, conn
+    assert items[0]["verdict"]["level"] == "error" and items[0]["verdict"]["sentence"].startswith("SSH login failed")
+
+
+def test_a_key_the_host_does_not_accept_exits_4(testhost: TestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    stranger = tmp_path / "stranger"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)], check=True)
+    setup_home(tmp_path, monkeypatch, testhost, key=stranger)
+    assert testhost.health is not None
+    rc, items = status_json(capsys, "--config", hosts_toml(tmp_path, host_block("gpu-a", testhost.health.port)))
+    assert rc == 4
+    assert "Permission denied" in items[0]["connection"] and "IdentityFile" in items[0]["connection"]
+
+
+# --- journal: where it starts, who may read it, sudo ------------------------------------------------
+
+def _show_with_activation(testhost: TestHost, began: float) -> None:
+    """The active-running capture, with the activation moved to ``began`` (epoch seconds)."""
+    stamp = datetime.fromtimestamp(began, timezone.utc).strftime("%a %Y-%m-%d %H:%M:%S UTC")
+    lines = []
+    for line in (Path(__file__).parent / "fixtures" / "systemctl-show" / "active-running.txt").read_text().splitlines():
+        name, _, _ = line.partition("=")
+        if name in ("InactiveExitTimestamp", "ExecMainStartTimestamp", "ActiveEnterTimestamp"):
+            line = f"{name}={stamp}"
+        lines.append(line)
+    (testhost.state / "systemctl-show.txt").write_text("\n".join(lines) + "\n")
+
+
+def test_first_connect_reads_the_journal_from_the_current_activation(
+        testhost: TestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # The 5 default entries are "now": an earlier run. The current one began 60 s later (entries
+    # may be dated in the future: only their order matters to journalctl).
+    now = time.time()
+    _show_with_activation(testhost, now + 60)
+    lines = ["current start line 1", "current start line 2", "current start line 3"]
+    testhost.append({"MESSAGE": text, "__REALTIME_TIMESTAMP": str(int((now + 120 + i) * 1e6))}
+                    for i, text in enumerate(lines))
+    (testhost.shims / "journalctl").write_text(
+        '#!/bin/sh\necho "$*" >> "$UPWATCH_TEST_STATE/journalctl.log"\n'
+        'exec /usr/bin/journalctl --file="$UPWATCH_TEST_STATE/test.journal" "$@"\n')
+    setup_home(tmp_path, monkeypatch, testhost)
+    assert testhost.health is not None
+    rc, items = status_json(capsys, "--config", hosts_toml(tmp_path, host_block("gpu-a", testhost.health.port)))
+    assert rc == 0
+    assert items[0]["last_line"] == "current start line 3"
+    follow = [c for c in testhost.log("journalctl.log") if " -f " in f" {c} "]
+    assert follow == [f"-u sglang.service -o json -a -f --no-pager --since=@{int(now + 60) - 1} -n 5000"]
+
+
+def test_a_user_who_may_not_read_the_journal_is_told_how_to_fix_it(
+        testhost: TestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # What journalctl does for a user outside systemd-journal/adm: JSON mode prints nothing at all,
+    # other modes print the hint on stderr (src/shared/journal-util.c).
+    (testhost.shims / "journalctl").write_text(
+        "#!/bin/sh\ncase \" $* \" in *' json '*) exec sleep 600;; esac\n"
+        "echo 'Hint: You are currently not seeing messages from other users and the system.' >&2\n"
+        "echo \"      Users in groups 'adm', 'systemd-journal' can see all messages.\" >&2\n"
+        "echo '      Pass -q to turn off this notice.' >&2\n")
+    setup_home(tmp_path, monkeypatch, testhost)
+    assert testhost.health is not None
+    rc, items = status_json(capsys, "--config", hosts_toml(tmp_path, host_block("gpu-a", testhost.health.port)))
+    assert rc == 0 and items[0]["connection"] == "ok"
+    assert "systemd-journal" in items[0]["probe_errors"]["journal"]
+    assert "sudo = true" in items[0]["probe_errors"]["journal"]
+
+
+def test_sudo_hosts_run_journalctl_and_systemctl_with_sudo_n(
+        testhost: TestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    testhost.seed_log("sglang-ok-01.log")
+    setup_home(tmp_path, monkeypatch, testhost)
+    assert testhost.health is not None
+    rc, items = status_json(capsys, "--config", hosts_toml(tmp_path, host_block("gpu-a", testhost.health.port, "sudo = true\n")))
+    assert rc == 0 and items[0]["state"] == "ready"
+    calls = testhost.log("sudo.log")
+    assert any(c.startswith("-n journalctl -u sglang.service -o json -a -f") for c in calls), calls
+    assert any(c.startswith("-n systemctl show sglang.service -p ") for c in calls), calls
+    assert not any("nvidia-smi" in c for c in calls)  # nvidia-smi needs no root
