@@ -237,11 +237,13 @@ class HostWatcher:
 
     def answered(self) -> bool:
         """Whether every probe has answered or failed at least once (``upwatch status`` waits for
-        this): a unit state, a journal look, a GPU reading and a health rung, each or its failure."""
+        this): a unit state, a journal look, a GPU reading with its process list, and a health
+        rung, each or its failure."""
         m = self.model
         return ((m._unit is not None or m.failing("unit"))
                 and (m.seq > 0 or self._journal_open or m.failing("journal"))
-                and (m._gpus is not None or m.failing("gpu"))
+                and ((m._gpus is not None and (m._gpu_apps is not None or m.failing("gpu_apps")))
+                     or m.failing("gpu"))
                 and (m._health is not None or m.failing("health")))
 
     _journal_open = False
@@ -482,24 +484,25 @@ class HostWatcher:
         argv = gpu_probe.compute_apps_argv()
         delay = self.retry_s
         while True:
-            await self.clock.sleep(self.apps_interval_s if not self.model.failing("gpu_apps") else delay)
-            if self.model._gpus is None:
-                continue  # no GPU seen (yet): nothing to attribute
+            if self.model._gpus is None or self.model.failing("gpu"):
+                await self.clock.sleep(self.gpu_interval_s)  # no GPU seen: nothing to attribute
+                continue
             try:
                 done = await self.runner.run(argv, timeout=60.0)
             except ProbeError as exc:
                 self._fail("gpu_apps", exc.kind, exc.message)
-                delay = min(delay * 2, self.retry_max_s)
+                delay = await self._retry(delay, exc.kind)
                 continue
             if done.returncode != 0:
                 self._fail("gpu_apps", "command", gpu_probe.classify_error(
                     (done.stdout + b"\n" + done.stderr).decode("utf-8", "replace"), done.returncode))
-                delay = min(delay * 2, self.retry_max_s)
+                delay = await self._retry(delay)
                 continue
             apps = gpu_probe.parse_compute_apps(done.stdout.decode("utf-8", "replace"), self._uuid_index)
             delay = self.retry_s
             self._ok("gpu_apps")
             self._apply(GpuApps(self.clock.now(), apps))
+            await self.clock.sleep(self.apps_interval_s)
 
     async def _health(self) -> None:
         import httpx

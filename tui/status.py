@@ -75,6 +75,8 @@ def host_json(spec: HostSpec, s: HostState) -> dict[str, Any]:
         "restart_loop": s.restart_loop,
         "gpus": gpus,
         "gpu_error": gf.message if gf is not None else None,
+        "gpu_processes": ([{"pid": a.pid, "name": a.name, "mem_mib": a.mem_mib, "gpu_index": a.gpu_index}
+                           for a in s.gpu_apps.apps] if s.gpu_apps is not None else None),
         "error": {"text": s.error.text, "time": _local(s.failed_at)} if s.error is not None else None,
         "cause": s.cause,
         "hint": s.hint or None,
