@@ -64,10 +64,12 @@ def cause_words(cause: str | None) -> str:
 
 
 def reconnect_words(s: HostState) -> str:
-    """``reconnecting (attempt 3), last data 12:03:01`` for a stale host (local clock times)."""
-    last = s.updated if s.updated is not None else s.stale_since
+    """``reconnecting (attempt 3), last data 12:03:01`` for a stale host (local clock time), or
+    ``connecting (attempt 3), no data yet`` for one that never answered."""
+    if s.updated is None:  # never got through
+        return f"connecting (attempt {s.reconnect_attempt}), no data yet" if s.reconnect_attempt else "connecting, no data yet"
     head = f"reconnecting (attempt {s.reconnect_attempt})" if s.reconnect_attempt else "connection lost, reconnecting"
-    return f"{head}, last data {_clock(last)}" if last is not None else head
+    return f"{head}, last data {_clock(s.updated)}"
 
 
 def _stale(s: HostState) -> Verdict:
@@ -78,8 +80,9 @@ def _stale(s: HostState) -> Verdict:
         return Verdict("error", kind="ssh", sentence=f"SSH login failed: {login.message}")
     f = conn[0] if conn else None
     why = f" ({f.message})" if f is not None and f.message else ""
-    return Verdict("warning", kind="stale",
-                   sentence=f"{reconnect_words(s).capitalize()}{why}; showing the last known state.")
+    words = reconnect_words(s)
+    tail = "; showing the last known state." if s.updated is not None else "."
+    return Verdict("warning", kind="stale", sentence=f"{words[0].upper()}{words[1:]}{why}{tail}")
 
 
 def verdict_for(s: HostState, now: float) -> Verdict | None:

@@ -197,3 +197,10 @@ def test_headline_is_the_worst_that_is_true_and_the_summary_puts_it_first():
         "ready", "stalled", "restart loop", "failed", "loading"]
     assert summary([ready, stalled, looping, failed, stale]) == \
         "5 hosts: 1 stale · 1 failed · 1 restart loop · 1 stalled · 2 ready"
+
+
+def test_a_host_never_reached_says_connecting_with_no_data_yet():
+    m = HostModel("h", "u.service")
+    m.apply(ProbeFailure(5.0, "unit", "unreachable", "h: Connection refused", attempt=2))
+    s = m.state(6.0)
+    assert s.verdict is not None and s.verdict.sentence == "Connecting (attempt 2), no data yet (h: Connection refused)."

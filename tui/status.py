@@ -61,6 +61,7 @@ def host_json(spec: HostSpec, s: HostState) -> dict[str, Any]:
         gpus = [{"index": g.index, "name": g.name or None, "mem_used_mib": g.mem_used_mib,
                  "mem_total_mib": g.mem_total_mib, "util_pct": g.util_pct} for g in s.gpus.gpus]
     gf = s.failure("gpu")
+    gf = gf if gf is not None and gf.kind not in CONNECTION_KINDS else None  # said in "connection"
     p = s.progress
     return {
         "host": spec.name,
@@ -102,6 +103,7 @@ def format_host(spec: HostSpec, s: HostState) -> str:
     rows.append(("restarts", "?" if s.restart_counter is None else str(s.restart_counter)
                  + (" (restart loop)" if s.restart_loop else "")))
     gf = s.failure("gpu")
+    gf = gf if gf is not None and gf.kind not in CONNECTION_KINDS else None
     if s.gpus is not None and s.gpus.gpus:
         cells = []
         for g in s.gpus.gpus:
@@ -196,6 +198,20 @@ def run_status(config: Config, *, as_json: bool, timeout_s: float, out: IO[str],
     for spec, s, answered in results:
         if s.stale_since is not None or (not answered and s.unit_state is None):
             unreachable = True
+    try:
+        _print(results, as_json=as_json, timeout_s=timeout_s, out=out)
+    except BrokenPipeError:
+        # `upwatch status | head`: the reader went away; the exit status still tells.
+        import os
+        import sys
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_UNREACHABLE if unreachable else EXIT_OK
+
+
+def _print(results: list[tuple[HostSpec, HostState, bool]], *, as_json: bool, timeout_s: float,
+           out: IO[str]) -> None:
     if as_json:
         items = []
         for spec, s, answered in results:
@@ -214,4 +230,3 @@ def run_status(config: Config, *, as_json: bool, timeout_s: float, out: IO[str],
                 text += f"  (not every probe answered within {timeout_s:g} s)\n"
             out.write(text)
     out.flush()
-    return EXIT_UNREACHABLE if unreachable else EXIT_OK
