@@ -68,10 +68,12 @@ async def flush(w: HostWatcher, host: TestHost) -> list[str]:
     return mark
 
 
-def watcher(host: TestHost, on_change: Recorder | None = None, **ssh: object) -> HostWatcher:
+def watcher(host: TestHost, on_change: Recorder | None = None, *, gpu_interval_s: float = 0.2,
+            **ssh: object) -> HostWatcher:
     assert host.health is not None
     spec = HostSpec("gpu-node-1", host.unit, port=host.health.port, ssh=host.target)
-    return HostWatcher(spec, host.runner(**ssh), WallClock(), on_change, **FAST)
+    return HostWatcher(spec, host.runner(**ssh), WallClock(), on_change,
+                       **{**FAST, "gpu_interval_s": gpu_interval_s})
 
 
 def process_ids(host: TestHost) -> dict[int, tuple[str, str]]:
@@ -166,18 +168,27 @@ async def test_cut_mid_stream_loses_nothing_and_repeats_nothing(testhost: TestHo
 
 # --- 3, 4. remote processes ----------------------------------------------------------------------
 
-async def _all_probes_running(w: HostWatcher, host: TestHost) -> None:
+async def _all_probes_running(w: HostWatcher, host: TestHost, *, gpu_reading: bool = True) -> None:
+    """Wait until journalctl and the looping nvidia-smi run on the host and the probes answered
+    (the GPU reading too when ``gpu_reading``: the first one comes one loop interval late, when
+    the second sample's first row shows the first sample complete)."""
+    loop = f"-lms {int(w.gpu_interval_s * 1000)}"
+
     def running() -> bool:
         cmds = " ".join(c for _, c in host.remote_processes())
-        return "/usr/bin/journalctl" in cmds and "nvidia-smi" in cmds and "-lms 200" in cmds
-    await until(running, "journalctl and the looping nvidia-smi running on the host")
-    await until(lambda: w.state().gpus is not None
-                and w.state().health is not None and w.state().health.rung == "serving"
-                and w.state().gpu_apps is not None and w.state().unit_state is not None,
-                "every probe answered")
+        return "/usr/bin/journalctl" in cmds and "nvidia-smi" in cmds and loop in cmds
+
+    def answered() -> bool:
+        s = w.state()
+        return (s.unit_state is not None and s.health is not None and s.health.rung == "serving"
+                and s.log_count == 5 and (not gpu_reading or (s.gpus is not None and s.gpu_apps is not None)))
+
+    await until(running, f"journalctl and nvidia-smi {loop} running on the host")
+    await until(answered, "every probe answered")
     s = w.state()
-    assert (len(s.gpus.gpus), s.unit_state.active_state, s.health.rung) == (8, "active", "serving")
-    assert s.failures == ()
+    assert (s.unit_state.active_state, s.health.rung, s.failures) == ("active", "serving", ())
+    if gpu_reading:
+        assert (len(s.gpus.gpus), s.gpu_apps.apps) == (8, ())
 
 
 async def test_no_remote_process_outlives_stop(testhost: TestHost) -> None:
@@ -192,10 +203,13 @@ async def test_no_remote_process_outlives_stop(testhost: TestHost) -> None:
 
 async def test_no_remote_process_of_a_cut_connection_outlives_it(testhost: TestHost) -> None:
     rec = Recorder()
-    w = watcher(testhost, rec, **QUICK_SSH)
+    # A GPU loop of 10 s: the shim then sits in `sleep 10` and writes nothing, so it would outlive
+    # the cut by seconds if only SIGPIPE ended it (journalctl -f ends by itself when its stdout's
+    # reader goes away); the stream wrapper must end it when the channel's stdin closes.
+    w = watcher(testhost, rec, gpu_interval_s=10.0, **QUICK_SSH)
     w.start()
     try:
-        await _all_probes_running(w, testhost)
+        await _all_probes_running(w, testhost, gpu_reading=False)
         before = process_ids(testhost)
         cmds = " ".join(c for _, c in before.values())
         assert "/usr/bin/journalctl" in cmds and "nvidia-smi" in cmds
