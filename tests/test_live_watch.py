@@ -1,0 +1,282 @@
+"""The whole HostWatcher against real hosts (tests/testhost.py, tests/netns.py): entries followed
+live and across a cut connection (none lost, none twice), no remote process left behind by a
+stop or a cut, and two namespace hosts where one link goes down and comes back.
+
+Every wait polls a condition with a deadline (``until`` of tests/test_testhost.py). The journal's
+own view (``journalctl --file`` run here on the test host's journal file) is the reference for
+texts and cursors.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from netns import NetnsHost
+from probes.clock import WallClock
+from probes.state import HostState
+from probes.watch import HostSpec, HostWatcher
+from test_testhost import until
+from testhost import FIXTURES, TestHost
+
+#: The 5 entries every test host's journal is seeded with (start_testhost defaults).
+SEEDED = (FIXTURES / "logs" / "sglang-ok-01.log").read_text().splitlines()[:5]
+FAST = {"unit_interval_s": 0.2, "health_interval_s": 0.2, "gpu_interval_s": 0.2,
+        "apps_interval_s": 0.2, "retry_s": 0.2}
+#: A dead link is noticed after about interval * (count_max + 1) = 3 s; reconnects start at 0.2 s.
+QUICK_SSH = {"keepalive_interval": 1, "keepalive_count_max": 2, "reconnect_s": 0.2}
+
+
+class Recorder:
+    """``on_change`` that keeps every snapshot the watcher had (``HostState`` is frozen)."""
+
+    def __init__(self) -> None:
+        self.states: list[HostState] = []
+
+    def __call__(self, w: HostWatcher) -> None:
+        self.states.append(w.state())
+
+    def ever(self, pred: Callable[[HostState], object]) -> bool:
+        return any(pred(s) for s in self.states)
+
+
+def journal_records(host: TestHost) -> list[dict[str, object]]:
+    """Every entry of the unit as ``journalctl -o json`` prints it here, from the host's file."""
+    done = subprocess.run(["/usr/bin/journalctl", f"--file={host.journal}", "-u", host.unit,
+                           "-o", "json", "--no-pager"], capture_output=True, check=True)
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def texts(w: HostWatcher) -> list[str]:
+    return [e.text for e in w.entries_after(0)]
+
+
+def batch(name: str, n: int) -> list[str]:
+    tag = uuid.uuid4().hex[:8]
+    return [f"{name} {i} {tag}" for i in range(n)]
+
+
+async def flush(w: HostWatcher, host: TestHost) -> list[str]:
+    """Append a sentinel and wait for it: the stream is in order, so whatever an earlier append
+    (or a resumed stream) would still bring in has arrived by then. Returns the sentinel list."""
+    mark = batch("sentinel", 1)
+    host.append_log_lines(mark)
+    await until(lambda: texts(w)[-1:] == mark, "the sentinel entry")
+    return mark
+
+
+def watcher(host: TestHost, on_change: Recorder | None = None, *, gpu_interval_s: float = 0.2,
+            **ssh: object) -> HostWatcher:
+    assert host.health is not None
+    spec = HostSpec("gpu-node-1", host.unit, port=host.health.port, ssh=host.target)
+    return HostWatcher(spec, host.runner(**ssh), WallClock(), on_change,
+                       **{**FAST, "gpu_interval_s": gpu_interval_s})
+
+
+def process_ids(host: TestHost) -> dict[int, tuple[str, str]]:
+    """Remote processes as ``{pid: (start time in ticks, cmdline)}`` (the start time tells a
+    reused PID apart)."""
+    out = {}
+    for pid, cmd in host.remote_processes():
+        try:
+            start = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+        except (OSError, IndexError):
+            continue  # ended meanwhile
+        out[pid] = (start, cmd)
+    return out
+
+
+def alive(pid: int, start: str) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19] == start
+    except OSError:
+        return False
+
+
+# --- 1. following ------------------------------------------------------------------------------
+
+async def test_follow_while_appending_gets_every_entry_once_in_order(testhost: TestHost) -> None:
+    w = watcher(testhost)
+    w.start()
+    try:
+        await until(lambda: texts(w) == SEEDED, "the 5 seeded entries")
+        expected = list(SEEDED)
+        for name, n in (("first", 3), ("second", 7), ("third", 1)):
+            lines = batch(name, n)
+            testhost.append_log_lines(lines)
+            expected += lines
+            await until(lambda: len(texts(w)) >= len(expected), f"the {name} batch")
+        expected += await flush(w, testhost)
+        assert texts(w) == expected
+        entries = w.entries_after(0)
+        assert [e.seq for e in entries] == list(range(1, len(expected) + 1))
+        assert w.state().log_count == len(expected) == 5 + 3 + 7 + 1 + 1
+        records = journal_records(testhost)
+        assert [e.cursor for e in entries] == [r["__CURSOR"] for r in records]
+        assert w.cursor == records[-1]["__CURSOR"]
+        assert not w.state().failures
+    finally:
+        await w.stop()
+
+
+# --- 2. a cut connection -------------------------------------------------------------------------
+
+async def test_cut_mid_stream_loses_nothing_and_repeats_nothing(testhost: TestHost) -> None:
+    rec = Recorder()
+    w = watcher(testhost, rec, **QUICK_SSH)
+    w.start()
+    try:
+        await until(lambda: texts(w) == SEEDED, "the 5 seeded entries")
+        a = batch("A", 4)
+        testhost.append_log_lines(a)
+        await until(lambda: len(texts(w)) >= len(SEEDED + a), "batch A")
+        assert texts(w) == SEEDED + a
+        assert not rec.ever(lambda s: s.stale_since is not None)
+
+        assert testhost.cut_connections()
+        # Appended before the loop runs again: the sshd sessions are dead already, so none of B
+        # can have left the host on the old connection; it must come through the resumed stream.
+        b = batch("B", 6)
+        testhost.append_log_lines(b)
+        await until(lambda: rec.ever(lambda s: s.failure("journal") is not None
+                                     and s.failure("journal").kind == "closed"),
+                    "the journal stream's drop noticed (a 'closed' failure)")
+        await until(lambda: len(texts(w)) >= len(SEEDED + a + b), "batch B after the reconnect")
+        assert texts(w) == SEEDED + a + b
+        await until(lambda: w.state().stale_since is None, "not stale after the reconnect")
+
+        c = batch("C", 5)
+        testhost.append_log_lines(c)
+        await until(lambda: len(texts(w)) >= len(SEEDED + a + b + c), "batch C")
+        mark = await flush(w, testhost)
+
+        assert texts(w) == SEEDED + a + b + c + mark
+        entries = w.entries_after(0)
+        cursors = [e.cursor for e in entries]
+        assert len(set(cursors)) == len(cursors) == 5 + 4 + 6 + 5 + 1
+        assert cursors == [r["__CURSOR"] for r in journal_records(testhost)]
+        assert w.cursor == cursors[-1]
+        assert rec.ever(lambda s: s.stale_since is not None)
+        assert not [e.text for e in entries if e.text.startswith("[unreadable journal record]")]
+        assert w.state().failures == ()
+    finally:
+        await w.stop()
+
+
+# --- 3, 4. remote processes ----------------------------------------------------------------------
+
+async def _all_probes_running(w: HostWatcher, host: TestHost, *, gpu_reading: bool = True) -> None:
+    """Wait until journalctl and the looping nvidia-smi run on the host and the probes answered
+    (the GPU reading too when ``gpu_reading``: the first one comes one loop interval late, when
+    the second sample's first row shows the first sample complete)."""
+    loop = f"-lms {int(w.gpu_interval_s * 1000)}"
+
+    def running() -> bool:
+        cmds = " ".join(c for _, c in host.remote_processes())
+        return "/usr/bin/journalctl" in cmds and "nvidia-smi" in cmds and loop in cmds
+
+    def answered() -> bool:
+        s = w.state()
+        return (s.unit_state is not None and s.health is not None and s.health.rung == "serving"
+                and s.log_count == 5 and (not gpu_reading or (s.gpus is not None and s.gpu_apps is not None)))
+
+    await until(running, f"journalctl and nvidia-smi {loop} running on the host")
+    await until(answered, "every probe answered")
+    s = w.state()
+    assert (s.unit_state.active_state, s.health.rung, s.failures) == ("active", "serving", ())
+    if gpu_reading:
+        assert (len(s.gpus.gpus), s.gpu_apps.apps) == (8, ())
+
+
+async def test_no_remote_process_outlives_stop(testhost: TestHost) -> None:
+    w = watcher(testhost)
+    w.start()
+    try:
+        await _all_probes_running(w, testhost)
+    finally:
+        await w.stop()
+    await until(lambda: not testhost.remote_processes(), "no remote process after stop()", 5.0)
+
+
+async def test_no_remote_process_of_a_cut_connection_outlives_it(testhost: TestHost) -> None:
+    rec = Recorder()
+    # A GPU loop of 10 s: the shim then sits in `sleep 10` and writes nothing, so it would outlive
+    # the cut by seconds if only SIGPIPE ended it (journalctl -f ends by itself when its stdout's
+    # reader goes away); the stream wrapper must end it when the channel's stdin closes.
+    w = watcher(testhost, rec, gpu_interval_s=10.0, **QUICK_SSH)
+    w.start()
+    try:
+        await _all_probes_running(w, testhost, gpu_reading=False)
+        before = process_ids(testhost)
+        cmds = " ".join(c for _, c in before.values())
+        assert "/usr/bin/journalctl" in cmds and "nvidia-smi" in cmds
+        assert testhost.cut_connections()
+        # The watcher keeps running and reconnects; the killed sessions' processes must end on
+        # their own (the stream wrapper sees its stdin close), whatever the new session starts.
+        await until(lambda: not [p for p, (t, _) in before.items() if alive(p, t)],
+                    f"every process of the cut sessions gone: {sorted(before.items())}", 5.0)
+        # ... and the watcher came back with new ones.
+        await until(lambda: w.state().stale_since is None
+                    and rec.ever(lambda s: s.stale_since is not None)
+                    and "/usr/bin/journalctl" in " ".join(c for _, c in testhost.remote_processes()),
+                    "the watcher reconnected and follows the journal again")
+        assert not set(process_ids(testhost).items()) & set(before.items())
+    finally:
+        await w.stop()
+    await until(lambda: not testhost.remote_processes(), "no remote process after stop()", 5.0)
+
+
+# --- 5. two hosts in network namespaces ------------------------------------------------------------
+
+async def test_one_host_link_down_goes_stale_and_recovers_while_the_other_keeps_going(
+        netns_hosts: list[NetnsHost]) -> None:
+    hosts = netns_hosts
+    recs = [Recorder(), Recorder()]
+    ws = [HostWatcher(HostSpec(h.host.hostname, h.host.unit, ssh=h.target),
+                      h.runner(connect_timeout=2.0, **QUICK_SSH), WallClock(), r, **FAST)
+          for h, r in zip(hosts, recs)]
+    for w in ws:
+        w.start()
+    try:
+        for w in ws:
+            await until(lambda: w.state().gpus is not None and len(w.state().gpus.gpus) == 8
+                        and len(texts(w)) == 5, f"{w.name}: 8 GPUs and the 5 seeded entries")
+            assert texts(w) == SEEDED
+            assert w.state().stale_since is None
+
+        hosts[0].link_down()
+        await until(lambda: ws[0].state().stale_since is not None, "host 0 stale after its link went down")
+        went_stale = ws[0].state().stale_since
+        assert went_stale is not None
+        # Host 1 goes on: GPU readings newer than the moment host 0 went stale, and never a failure.
+        await until(lambda: ws[1].state().gpus.time > went_stale + 0.5, "host 1 GPU readings after host 0 went stale")
+        assert ws[1].state().stale_since is None
+        # With the link down every connect fails (no route): wait for a counted failed attempt,
+        # then bring the link back.
+        await until(lambda: ws[0].state().reconnect_attempt >= 1, "host 0: a failed reconnect counted")
+        assert ws[0].state().stale_since == went_stale  # stale since the drop, not since each try
+
+        hosts[0].link_up()
+        await until(lambda: ws[0].state().stale_since is None, "host 0 recovered after link_up", 15.0)
+        # Each probe clears its own failure when it delivers again (a stream cut by the drop may
+        # have failed as "command", which is no connection failure and so no part of stale_since).
+        await until(lambda: ws[0].state().failures == (), "host 0: every probe delivers again")
+        back = ws[0].state()
+        assert (back.reconnect_attempt, back.stale_since) == (0, None)
+        await until(lambda: ws[0].state().gpus.time > back.updated, "host 0 delivers GPU readings again")
+
+        for h, w in zip(hosts, ws):  # the journal resumed after the cursor on host 0: nothing twice
+            lines = batch(w.name, 2)
+            h.host.append_log_lines(lines)
+            await until(lambda: len(texts(w)) >= len(SEEDED + lines), f"{w.name}: the new entries")
+            mark = await flush(w, h.host)
+            assert texts(w) == SEEDED + lines + mark
+
+        assert recs[0].ever(lambda s: s.reconnect_attempt >= 1)
+        assert not recs[1].ever(lambda s: s.failures or s.stale_since is not None)
+    finally:
+        for w in ws:
+            await w.stop()
