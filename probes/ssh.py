@@ -314,6 +314,9 @@ class SshRunner:
                 if not line:
                     if self._closed:
                         raise ProbeError("closed", f"{self.host}: runner closed")
+                    if conn.is_closed():
+                        # The connection dropped: the channel ended without the command ending.
+                        raise ProbeError("closed", f"{self.host}: connection lost while {argv[0]} ran")
                     return
                 yield line[:-1] if line.endswith(b"\n") else line
         finally:

@@ -91,6 +91,9 @@ class HealthTarget:
     tunnel: bool
 
 
+#: Real seconds after a GPU row with no further row before the first sample is shown as it is.
+EARLY_GPU_S = 0.3
+
 _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]", "0.0.0.0"})
 
 
@@ -413,11 +416,20 @@ class HostWatcher:
             return
         delay = self.retry_s
         argv = gpu_probe.query_argv(loop_ms=int(self.gpu_interval_s * 1000))
+        loop = asyncio.get_running_loop()
         while True:
             batch: list[GpuSample] = []
             junk: list[str] = []
             rows = 0
             kind = "command"
+            early: asyncio.TimerHandle | None = None
+
+            def show_early() -> None:
+                # The first sample: how many GPUs there are is not known until the next sample
+                # begins (one interval later); show what came, without learning a count from it.
+                if batch and not self._gpu_count:
+                    self._gpu_reading(list(batch), learn=False)
+
             try:
                 async for raw in self.runner.stream(argv):
                     line = raw.decode("utf-8", "replace").strip()
@@ -429,15 +441,22 @@ class HostWatcher:
                         junk.append(line)  # Xid notes between samples, or an error message
                         continue
                     rows += 1
+                    if early is not None:
+                        early.cancel()
+                        early = None
                     if batch and g.index <= batch[-1].index:
-                        self._gpu_reading(batch)
-                        batch = []
+                        self._gpu_reading(list(batch))
+                        batch.clear()
                     batch.append(g)
                     if self._gpu_count and len(batch) == self._gpu_count:
-                        self._gpu_reading(batch)
-                        batch = []
+                        self._gpu_reading(list(batch))
+                        batch.clear()
+                    elif not self._gpu_count:
+                        early = loop.call_later(EARLY_GPU_S, show_early)
+                if early is not None:
+                    early.cancel()
                 if batch:
-                    self._gpu_reading(batch)
+                    self._gpu_reading(list(batch))
                 if rows == 0:
                     # No row at all: ask once more without the loop, for the exit status and
                     # stderr the stream does not carry (missing binary, driver mismatch, ...).
@@ -450,6 +469,9 @@ class HostWatcher:
             except ProbeError as exc:
                 self._fail("gpu", exc.kind, exc.message)
                 kind = exc.kind
+            finally:
+                if early is not None:
+                    early.cancel()
             delay = await self._retry(delay, kind)
 
     async def _gpu_local(self) -> None:
@@ -470,8 +492,9 @@ class HostWatcher:
 
     _gpu_count = 0
 
-    def _gpu_reading(self, batch: list[GpuSample]) -> None:
-        self._gpu_count = max(self._gpu_count, len(batch))
+    def _gpu_reading(self, batch: list[GpuSample], *, learn: bool = True) -> None:
+        if learn:
+            self._gpu_count = max(self._gpu_count, len(batch))
         for g in batch:
             if g.uuid:
                 self._uuid_index[g.uuid] = g.index

@@ -280,3 +280,18 @@ async def test_one_host_link_down_goes_stale_and_recovers_while_the_other_keeps_
     finally:
         for w in ws:
             await w.stop()
+
+
+async def test_the_first_gpu_sample_shows_without_waiting_for_the_second(testhost: TestHost) -> None:
+    # With -lms 30000 the second sample comes 30 s after the first. How many GPUs a sample has is
+    # only certain when the next one begins, so the first is shown once its rows stopped coming.
+    spec = HostSpec("gpu-node-1", "sglang.service", ssh=testhost.target)
+    w = HostWatcher(spec, testhost.runner(), WallClock(), **{**FAST, "gpu_interval_s": 30.0})
+    w.start()
+    try:
+        await until(lambda: w.state().gpus is not None, "the first GPU sample", 15.0)
+        gpus = w.state().gpus
+        assert gpus is not None and [g.index for g in gpus.gpus] == list(range(8))
+        assert w._gpu_count == 0  # not learnt from a sample that was cut by time
+    finally:
+        await w.stop()
