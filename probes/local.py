@@ -78,13 +78,16 @@ class LocalRunner:
 
     async def stream(self, argv: Sequence[str]) -> AsyncIterator[bytes]:
         """Start ``argv`` and yield its stdout lines (bytes, newline removed) as they come; the
-        process is ended when the iterator is closed or cancelled. stderr is discarded.
+        process is ended when the iterator is closed or cancelled. stderr is discarded. A program
+        that does not exist gives an empty stream (as a remote shell would; :meth:`run` says 127).
 
         Raises:
             ProbeError: ``command`` when the program cannot be started.
         """
         try:
             proc = await self._spawn(argv, asyncio.subprocess.DEVNULL)
+        except FileNotFoundError:
+            return  # as over SSH: the command "ends" at once; run() then reports exit 127
         except OSError as exc:
             raise ProbeError("command", f"{self.host}: cannot start {argv[0]}: {exc.strerror or exc}") from None
         try:

@@ -272,3 +272,45 @@ def test_sudo_hosts_run_journalctl_and_systemctl_with_sudo_n(
     assert any(c.startswith("-n journalctl -u sglang.service -o json -a -f") for c in calls), calls
     assert any(c.startswith("-n systemctl show sglang.service -p ") for c in calls), calls
     assert not any("nvidia-smi" in c for c in calls)  # nvidia-smi needs no root
+
+
+def test_a_local_host_runs_the_same_probes_without_ssh(
+        testhost: TestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # This machine as the host: the test host's shims first on our own PATH stand in for
+    # systemctl and nvidia-smi; journalctl is the real one on the test journal. NVML is absent
+    # here (no driver), so the GPUs come from nvidia-smi, as the README says.
+    testhost.seed_log("sglang-ok-01.log")
+    monkeypatch.setenv("PATH", f"{testhost.shims}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+    monkeypatch.setenv("UPWATCH_TEST_STATE", str(testhost.state))
+    monkeypatch.delenv("UPWATCH_CONFIG", raising=False)
+    assert testhost.health is not None
+    body = (f'[[host]]\nname = "here"\nssh = "local"\nunit = "sglang.service"\n'
+            f'health_url = "http://127.0.0.1:{testhost.health.port}/health"\n')
+    rc, items = status_json(capsys, "--config", hosts_toml(tmp_path, body))
+    assert rc == 0
+    h = items[0]
+    assert (h["host"], h["engine"], h["state"], h["connection"]) == ("here", "sglang", "ready", "ok")
+    assert h["readiness"] in ("healthy", "serving") and len(h["gpus"]) == 8 and h["probe_errors"] == {}
+    testhost.remove_shim("nvidia-smi")
+    rc, items = status_json(capsys, "--config", hosts_toml(tmp_path, body))
+    assert rc == 0 and items[0]["gpu_error"] == MSG_NOT_INSTALLED
+
+
+def test_user_units_use_the_user_journal_and_manager(
+        testhost: TestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    for name, real in (("journalctl", '/usr/bin/journalctl --file="$UPWATCH_TEST_STATE/test.journal"'),
+                       ("systemctl", f'"{testhost.shims}/systemctl.real"')):
+        if name == "systemctl":
+            (testhost.shims / "systemctl").rename(testhost.shims / "systemctl.real")
+        (testhost.shims / name).write_text(
+            f'#!/bin/sh\necho "$*" >> "$UPWATCH_TEST_STATE/{name}-calls.log"\nexec {real} "$@"\n')
+        (testhost.shims / name).chmod(0o755)
+    setup_home(tmp_path, monkeypatch, testhost)
+    assert testhost.health is not None
+    body = host_block("gpu-a", testhost.health.port, "user_unit = true\nsudo = true\n")
+    rc, items = status_json(capsys, "--config", hosts_toml(tmp_path, body))
+    assert rc == 0 and items[0]["connection"] == "ok"
+    journal = testhost.log("journalctl-calls.log")
+    assert any(c.startswith("--user-unit sglang.service -o json -a -f") for c in journal), journal
+    assert any(c.startswith("--user show sglang.service -p ") for c in testhost.log("systemctl-calls.log"))
+    assert testhost.log("sudo.log") == []  # a user's own units need no sudo

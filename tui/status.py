@@ -122,6 +122,9 @@ def format_host(spec: HostSpec, s: HostState) -> str:
         rows.append(("last line", s.last_line))
     if s.verdict is not None:
         rows.append(("verdict", s.verdict.sentence))
+    for f in s.failures:
+        if f.probe != "gpu" and f.kind not in CONNECTION_KINDS:
+            rows.append((f"{f.probe} error", f.message))
     rows.append(("connection", connection_text(s)))
     head = f"{spec.name}  {s.unit} · {s.engine}"
     width = max(len(k) for k, _ in rows)
