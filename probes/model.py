@@ -101,6 +101,10 @@ class HostModel:
             self._health = event
             self._seen(event.time)
         elif isinstance(event, ProbeFailure):
+            if event.kind not in CONNECTION_KINDS:
+                # The command ran on the host and failed there: the connection works, so
+                # connection failures of the other probes are over.
+                self._clear_connection_failures()
             known = self._failures.get(event.probe)
             if known is None:
                 self._failures[event.probe] = event
@@ -112,10 +116,13 @@ class HostModel:
             # One probe got through, so the connection is back: connection failures of the others
             # are over too (a quiet journal stream has nothing to say that it reconnected; if it
             # did not, it fails again on its own).
-            for probe in [p for p, f in self._failures.items() if f.kind in CONNECTION_KINDS]:
-                del self._failures[probe]
+            self._clear_connection_failures()
         else:
             raise TypeError(f"not an event: {type(event).__name__}")
+
+    def _clear_connection_failures(self) -> None:
+        for probe in [p for p, f in self._failures.items() if f.kind in CONNECTION_KINDS]:
+            del self._failures[probe]
 
     def apply_all(self, events: Iterable[object]) -> None:
         """Fold several events in, in order."""
@@ -219,6 +226,12 @@ class HostModel:
             stale = min(conn)
             attempt = max(f.attempt for f in self._failures.values() if f.kind in CONNECTION_KINDS)
         state = "waiting" if self.seq == 0 and r.starts == 0 else r.state
+        if unit is not None and state != "failed" and not unit.running and unit.sub_state != "auto-restart":
+            # systemd's word beats a log that says ready or loading: the process is gone.
+            if unit.active_state == "failed":
+                state = "failed"
+            elif unit.active_state == "inactive" and (state != "waiting" or unit.load_state == "not-found"):
+                state = "stopped"
         hist = tuple(tuple(self._gpu_hist[i]) for i in sorted(self._gpu_hist))
         return HostState(
             host=self.host, unit=self.unit, engine=r.engine, state=state, phase=r.phase,

@@ -204,8 +204,10 @@ class SshRunner:
                     keepalive_interval=self.keepalive_interval,
                     keepalive_count_max=self.keepalive_count_max, **kw)
             except asyncssh.HostKeyNotVerifiable as exc:
-                host, port = await self._endpoint()
-                raise self._failed(ProbeError("host_key", _host_key_message(self.host, host, port, exc.reason))) from None
+                host, port, known = await self._endpoint()
+                changed = await asyncio.to_thread(_has_key_for, known, host, port)
+                raise self._failed(ProbeError("host_key", _host_key_message(
+                    self.host, host, port, known, changed=changed))) from None
             except Exception as exc:
                 raise self._failed(translate(exc, self.host, connecting=True)) from None
             self.attempts = 0
@@ -220,19 +222,37 @@ class SshRunner:
         self._last_error = error
         return error
 
-    async def _endpoint(self) -> tuple[str, int]:
-        """The host name and port the config resolves our target to (for error messages)."""
+    async def _endpoint(self) -> tuple[str, int, str]:
+        """The host name, port and known_hosts file the config resolves our target to (for
+        error messages): the ``known_hosts`` given, else ``UserKnownHostsFile``, else
+        ``~/.ssh/known_hosts``."""
         kw = self._connect_args()
         if "config" not in kw:
             # connect() reads ~/.ssh/config by default; building options by hand does not.
             default = os.path.expanduser("~/.ssh/config")
             kw["config"] = [default] if os.access(default, os.R_OK) else []
+        kh = self._known_hosts
+        if isinstance(kh, (str, os.PathLike)):
+            known = os.fspath(kh)
+        elif kh:
+            known = os.fspath(list(kh)[0])
+        else:
+            known = "~/.ssh/known_hosts"
         try:
             opts = await asyncio.to_thread(asyncssh.SSHClientConnectionOptions, host=self._hostname,
                                            known_hosts=None, client_keys=None, **kw)
-            return str(opts.host), int(opts.port)
+            if kh is None:
+                files = opts.config.get("UserKnownHostsFile", None)
+                if files:
+                    known = str(files[0] if isinstance(files, (list, tuple)) else files)
+            return str(opts.host), int(opts.port), known
         except Exception:  # only for a message: fall back to what we were given
-            return self._hostname, self._port or 22
+            return self._hostname, self._port or 22, known
+
+    def connected(self) -> bool:
+        """Whether the connection is open now (a frozen link counts as open until keepalives
+        give up)."""
+        return self._conn is not None and not self._conn.is_closed()
 
     def _forget_connection(self) -> None:
         """Drop what belonged to a connection that is gone (its listeners died with it)."""
@@ -418,11 +438,27 @@ class SshRunner:
                 await asyncio.wait_for(conn.wait_closed(), self.grace_s)
 
 
-def _host_key_message(target: str, host: str, port: int, reason: str) -> str:
+def _has_key_for(known_hosts: str, host: str, port: int) -> bool:
+    """Whether ``known_hosts`` already holds a key for ``host``/``port`` (so the key changed)."""
+    try:
+        hosts = asyncssh.read_known_hosts(os.path.expanduser(known_hosts))
+        return bool(hosts.match(host, "", port)[0])
+    except Exception:  # unreadable or missing file: nothing known
+        return False
+
+
+def _host_key_message(target: str, host: str, port: int, known_hosts: str, *, changed: bool) -> str:
+    """What to tell the operator when the host key is not trusted, with the commands that fix it
+    for the known_hosts file actually used."""
     entry = host if port == 22 else f"[{host}]:{port}"
     keyscan = f"ssh-keyscan {host}" if port == 22 else f"ssh-keyscan -p {port} {host}"
-    return (f"{target}: {reason}. New host: check its key, then {keyscan} >> ~/.ssh/known_hosts. "
-            f"Key changed on purpose (reinstall): ssh-keygen -R '{entry}', then add the new key.")
+    where = f"{host}" if port == 22 else f"{host}:{port}"
+    if changed:
+        return (f"{target}: the host key of {where} CHANGED since it was recorded in {known_hosts} "
+                f"(reinstalled host, or someone in between). If expected: ssh-keygen -f {known_hosts} "
+                f"-R '{entry}', then {keyscan} >> {known_hosts}.")
+    return (f"{target}: host key of {where} is not in {known_hosts}. Check it, then: "
+            f"{keyscan} >> {known_hosts}")
 
 
 def _os_words(exc: OSError) -> str:

@@ -85,6 +85,21 @@ def _stale(s: HostState) -> Verdict:
     return Verdict("warning", kind="stale", sentence=f"{words[0].upper()}{words[1:]}{why}{tail}")
 
 
+def _unit_failed(s: HostState) -> Verdict:
+    """systemd says the unit failed and the log has no decisive line: say how the process ended
+    (``ExecMainCode``: 1 exited, 2 killed, 3 dumped core; systemd 252 ``sigchld_code``)."""
+    u = s.unit_state
+    assert u is not None
+    how = ""
+    if u.exec_main_code == 1 and u.exec_main_status:
+        how = f", the main process exited with status {u.exec_main_status}"
+    elif u.exec_main_code in (2, 3) and u.exec_main_status:
+        how = f", the main process was killed by signal {u.exec_main_status}" + (
+            " (core dumped)" if u.exec_main_code == 3 else "")
+    return Verdict("error", kind="unit_failed",
+                   sentence=f"Unit {s.unit} failed (result {u.result or 'unknown'}{how}); the log says nothing of it.")
+
+
 def verdict_for(s: HostState, now: float) -> Verdict | None:
     """The verdict for ``s`` at ``now`` (epoch seconds), or None when nothing is wrong."""
     if s.stale_since is not None:
@@ -105,6 +120,8 @@ def verdict_for(s: HostState, now: float) -> Verdict | None:
             end = ""
         return Verdict("error", kind="restart_loop", sentence=f"Restart loop: {failed} starts failed, the last with "
                                 f"{cause_words(cause)}{n}{end}.")
+    if s.state == "failed" and s.error is None and u is not None and u.active_state == "failed":
+        return _unit_failed(s)
     if s.state == "failed":
         where = PHASE_LABELS.get(s.phase, s.phase)
         return Verdict("error", kind="failed", sentence=f"Start failed in {where}: {cause_words(cause)}.")
@@ -126,21 +143,23 @@ def verdict_for(s: HostState, now: float) -> Verdict | None:
         h = s.health.detail if s.health is not None and s.readiness != "inactive" else s.readiness
         return Verdict("warning", kind="unhealthy", sentence=f"The log says ready but the server is not healthy ({h}).")
     if u is not None and u.active_state == "failed" and s.state not in ("failed",):
-        return Verdict("error", kind="unit_failed", sentence=f"Unit {s.unit} is failed (result {u.result or 'unknown'}).")
+        return _unit_failed(s)
     return None
 
 
 #: Headlines in the order an operator must see them (worst first).
-HEADLINES = ("failed", "restart loop", "stalled", "loading", "ready", "stopped", "waiting")
+HEADLINES = ("failed", "unreachable", "restart loop", "stalled", "loading", "ready", "stopped", "waiting")
 
 
 def headline(s: HostState) -> str:
     """A host's condition in one or two words, worse than its start's state when the verdict says
-    so: ``failed``, ``restart loop``, ``stalled`` (a loading start gone silent), ``loading``,
-    ``ready``, ``stopped``, ``waiting``."""
+    so: ``failed``, ``unreachable`` (never reached, or the SSH login is refused), ``restart loop``,
+    ``stalled`` (a loading start gone silent), ``loading``, ``ready``, ``stopped``, ``waiting``."""
     if s.state == "failed":
         return "failed"
     kind = s.verdict.kind if s.verdict is not None else ""
+    if kind == "ssh" or (s.stale_since is not None and s.updated is None):
+        return "unreachable"  # never got through, or the login is refused: nothing is known
     if s.restart_loop or kind == "restart_loop":
         return "restart loop"
     if kind == "stalled":

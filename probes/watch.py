@@ -305,7 +305,9 @@ class HostWatcher:
                                  attempt if isinstance(attempt, int) else 0))
 
     def _ok(self, probe: str) -> None:
-        if self.model.failing(probe):
+        """``probe`` got its data: its failure is over, and so is any lost connection (a quiet
+        journal stream that reconnected has nothing else to say that it did)."""
+        if self.model.failing(probe) or self.model.unreachable():
             self._apply(ProbeOk(self.clock.now(), probe))
 
     async def _retry(self, delay: float, kind: str = "command") -> float:
@@ -467,8 +469,8 @@ class HostWatcher:
                     msg = gpu_probe.classify_error("\n".join(junk[-5:]), 1) if junk else "nvidia-smi ended"
                 self._fail("gpu", "command", msg)
             except ProbeError as exc:
-                self._fail("gpu", exc.kind, exc.message)
-                kind = exc.kind
+                kind = "command" if exc.kind == "timeout" else exc.kind  # a slow nvidia-smi, not the link
+                self._fail("gpu", kind, exc.message)
             finally:
                 if early is not None:
                     early.cancel()
@@ -513,6 +515,8 @@ class HostWatcher:
             try:
                 done = await self.runner.run(argv, timeout=60.0)
             except ProbeError as exc:
+                if exc.kind == "timeout":  # nvidia-smi can be that slow without persistence mode
+                    exc = ProbeError("command", "nvidia-smi --query-compute-apps took more than 60 s")
                 self._fail("gpu_apps", exc.kind, exc.message)
                 delay = await self._retry(delay, exc.kind)
                 continue
@@ -564,6 +568,21 @@ class HostWatcher:
                 check = healthy_before and (last_serving_check is None
                                             or now - last_serving_check >= self.serving_every_s)
                 h = await health_probe.probe_health(client, now, serving_check=check, path=target.path)
+                if target.tunnel and h.status is None:
+                    # No HTTP answer through the tunnel: is it the server's port, or the SSH link?
+                    # A frozen link looks like a server that does not answer until keepalives
+                    # give up (about 12 s); a dropped one refuses the local end of the forward.
+                    connected = getattr(self.runner, "connected", None)
+                    if h.rung == "port_closed" and connected is not None and not connected():
+                        await self.clock.sleep(self.health_interval_s)
+                        continue
+                    if h.rung != "port_closed":
+                        try:
+                            await self.runner.run(["true"], timeout=5.0)
+                        except ProbeError as exc:
+                            self._fail("health", exc.kind, exc.message)
+                            delay = await self._retry(delay, exc.kind)
+                            continue
                 if check:
                     last_serving_check = now
                 if h.rung not in ("healthy", "serving"):

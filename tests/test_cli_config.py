@@ -202,3 +202,12 @@ def test_demo_refuses_hosts_and_help_texts(capsys) -> None:
     out = capsys.readouterr().out
     assert "0 every host answered, 4 at least one host could not be reached" in out
     assert "~/.config/upwatch/hosts.toml" in out and "[user@]host[:port]/unit" in out
+
+
+def test_status_with_no_hosts_is_a_usage_error(tmp_path, capsys, monkeypatch) -> None:
+    empty = tmp_path / "hosts.toml"
+    empty.write_text("# nothing yet\n")
+    monkeypatch.delenv("UPWATCH_CONFIG", raising=False)
+    assert cli.main(["status", "--config", str(empty)]) == 2
+    err = capsys.readouterr().err
+    assert "no hosts to look at" in err and "no [[host]] tables in it" in err

@@ -194,7 +194,8 @@ def test_an_unknown_host_key_exits_4_with_the_command_that_fixes_it(
     rc, items = status_json(capsys, "--config", hosts_toml(tmp_path, host_block("gpu-a", testhost.health.port)))
     assert rc == 4
     conn = items[0]["connection"]
-    assert f"ssh-keyscan -p {testhost.sshd.port} 127.0.0.1" in conn, conn
+    # ~/.ssh/config's UserKnownHostsFile is the file to fix, not ~/.ssh/known_hosts.
+    assert conn.endswith(f"ssh-keyscan -p {testhost.sshd.port} 127.0.0.1 >> {empty}"), conn
     assert items[0]["verdict"]["level"] == "error" and items[0]["verdict"]["sentence"].startswith("SSH login failed")
 
 

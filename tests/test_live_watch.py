@@ -10,6 +10,8 @@ texts and cursors.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import uuid
 from collections.abc import Callable
@@ -294,4 +296,52 @@ async def test_the_first_gpu_sample_shows_without_waiting_for_the_second(testhos
         assert gpus is not None and [g.index for g in gpus.gpus] == list(range(8))
         assert w._gpu_count == 0  # not learnt from a sample that was cut by time
     finally:
+        await w.stop()
+
+
+async def test_a_broken_nvidia_smi_after_a_cut_is_not_a_lost_connection(testhost: TestHost) -> None:
+    # Only the GPU cell may show the driver trouble; once the link is back the host is not stale,
+    # even though the journal has nothing new to say and nvidia-smi keeps failing.
+    rec = Recorder()
+    spec = HostSpec("gpu-node-1", "sglang.service", ssh=testhost.target, port=testhost.health.port)
+    w = HostWatcher(spec, testhost.runner(**QUICK_SSH), WallClock(), rec, **FAST)
+    w.start()
+    try:
+        await until(lambda: w.state().gpus is not None and w.state().log_count == 5, "GPUs and the journal")
+        testhost.set_nvidia_error("error.driver-library-mismatch.txt")  # the running loop goes on
+        testhost.cut_connections()  # ... until now: the restarted nvidia-smi fails
+        await until(lambda: rec.ever(lambda s: s.stale_since is not None), "the drop is noticed")
+        await until(lambda: w.state().stale_since is None and w.state().failure("gpu") is not None
+                    and w.state().failure("gpu").kind == "command", "reconnected, GPU cell failing", 15.0)
+        s = w.state()
+        f = s.failure("gpu")
+        assert f is not None and f.kind == "command" and f.message.startswith("NVIDIA driver/library version mismatch")
+        assert s.verdict is None or s.verdict.kind != "stale"
+    finally:
+        await w.stop()
+
+
+async def test_a_frozen_link_is_not_read_as_an_unhealthy_server(testhost: TestHost) -> None:
+    # SIGSTOP the sshd session: TCP stays up, nothing answers. Health requests through the
+    # tunnel time out; that must become a lost connection, never "HTTP unhealthy".
+    rec = Recorder()
+    spec = HostSpec("gpu-node-1", "sglang.service", ssh=testhost.target, port=testhost.health.port)
+    w = HostWatcher(spec, testhost.runner(**QUICK_SSH), WallClock(), rec, **FAST)
+    w.start()
+    frozen: list[int] = []
+    try:
+        await until(lambda: w.state().readiness in ("healthy", "serving"), "healthy first")
+        seen = len(rec.states)
+        frozen = testhost.sshd.session_pids()
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        await until(lambda: w.state().stale_since is not None, "the freeze is noticed (keepalives)", 15.0)
+        during = rec.states[seen:]
+        assert all(s.readiness != "http_unhealthy" for s in during), [s.health for s in during if s.readiness == "http_unhealthy"]
+    finally:
+        for pid in frozen:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         await w.stop()

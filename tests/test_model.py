@@ -192,11 +192,14 @@ def test_headline_is_the_worst_that_is_true_and_the_summary_puts_it_first():
     stalled = _loading(verdict=Verdict("warning", "No log line for 4m00s ...", "stalled"))
     looping = _loading(restart_loop=True, verdict=Verdict("error", "Restart loop: ...", "restart_loop"))
     failed = _loading(state="failed")
-    stale = dataclasses.replace(ready, stale_since=5.0)
-    assert [headline(s) for s in (ready, stalled, looping, failed, _loading())] == [
-        "ready", "stalled", "restart loop", "failed", "loading"]
+    stale = dataclasses.replace(ready, stale_since=5.0, updated=4.0)
+    never = dataclasses.replace(_loading(state="waiting"), stale_since=5.0, updated=None)
+    assert [headline(s) for s in (ready, stalled, looping, failed, _loading(), stale, never)] == [
+        "ready", "stalled", "restart loop", "failed", "loading", "ready", "unreachable"]
+    # Each host counts once; a stale host's state is only the last known one.
     assert summary([ready, stalled, looping, failed, stale]) == \
-        "5 hosts: 1 stale · 1 failed · 1 restart loop · 1 stalled · 2 ready"
+        "5 hosts: 1 failed · 1 stale · 1 restart loop · 1 stalled · 1 ready"
+    assert summary([ready, never, stale]) == "3 hosts: 1 stale · 1 unreachable · 1 ready"
 
 
 def test_a_host_never_reached_says_connecting_with_no_data_yet():
@@ -204,3 +207,34 @@ def test_a_host_never_reached_says_connecting_with_no_data_yet():
     m.apply(ProbeFailure(5.0, "unit", "unreachable", "h: Connection refused", attempt=2))
     s = m.state(6.0)
     assert s.verdict is not None and s.verdict.sentence == "Connecting (attempt 2), no data yet (h: Connection refused)."
+
+
+def test_systemd_beats_a_log_that_says_ready():
+    from probes.state import UnitState
+
+    m = _fold("sglang-startup.jsonl", "sglang.service")
+    assert m.state(1741437200.0).state == "ready"
+    m.apply(UnitState(1741437300.0, "sglang.service", "loaded", "failed", "failed", "signal",
+                      exec_main_code=2, exec_main_status=9))
+    s = m.state(1741437300.0)
+    assert s.state == "failed" and s.readiness == "inactive"
+    m.apply(UnitState(1741437301.0, "sglang.service", "loaded", "inactive", "dead", "success"))
+    assert m.state(1741437301.0).state == "stopped"
+    m.apply(UnitState(1741437302.0, "sglang.service", "not-found", "inactive", "dead"))
+    s = m.state(1741437302.0)
+    assert s.state == "stopped" and s.verdict is not None and s.verdict.kind == "not_found"
+    # Between automatic restarts the log's reading stands (the next start is on its way).
+    m.apply(UnitState(1741437303.0, "sglang.service", "loaded", "activating", "auto-restart", "exit-code"))
+    assert m.state(1741437303.0).state == "ready"
+
+
+def test_a_unit_killed_without_a_word_in_the_log_says_how_it_ended():
+    from probes.state import UnitState
+
+    m = _fold("sglang-startup.jsonl", "sglang.service")
+    m.apply(UnitState(1741437300.0, "sglang.service", "loaded", "failed", "failed", "signal",
+                      exec_main_code=2, exec_main_status=9))
+    v = m.state(1741437300.0).verdict
+    assert v is not None and (v.level, v.kind) == ("error", "unit_failed")
+    assert v.sentence == ("Unit sglang.service failed (result signal, the main process was killed by signal 9); "
+                          "the log says nothing of it.")

@@ -205,8 +205,10 @@ async def test_unknown_host_key_says_how_to_fix_it(sshd: Sshd, tmp_path: Path) -
     with pytest.raises(ProbeError) as err:
         await r.run(["true"])
     assert err.value.kind == "host_key"
-    assert f"ssh-keyscan -p {sshd.port} 127.0.0.1 >> ~/.ssh/known_hosts" in err.value.message
-    assert f"ssh-keygen -R '[127.0.0.1]:{sshd.port}'" in err.value.message
+    # The file named is the one in use, so the command really fixes it.
+    assert err.value.message.endswith(f"ssh-keyscan -p {sshd.port} 127.0.0.1 >> {empty}")
+    assert f"host key of 127.0.0.1:{sshd.port} is not in {empty}" in err.value.message
+    assert "CHANGED" not in err.value.message
     await r.close()
 
 
@@ -218,6 +220,8 @@ async def test_changed_host_key_is_host_key(sshd: Sshd, tmp_path: Path) -> None:
     with pytest.raises(ProbeError) as err:
         await r.run(["true"])
     assert err.value.kind == "host_key"
+    assert f"the host key of 127.0.0.1:{sshd.port} CHANGED since it was recorded in {kh}" in err.value.message
+    assert f"ssh-keygen -f {kh} -R '[127.0.0.1]:{sshd.port}', then ssh-keyscan -p {sshd.port} 127.0.0.1 >> {kh}" in err.value.message
     await r.close()
 
 

@@ -248,7 +248,8 @@ def _no_hosts(parser: argparse.ArgumentParser, config: Config) -> int:
     f = config.file
     looked = f"{f.shown} ({'no [[host]] tables in it' if f.exists else 'not found'})" if f else "no file"
     print(f"\nNo hosts are configured: looked for {looked}.\n"
-          "Write that file (see `upwatch config --help`), give HOST/UNIT quick forms, or try `upwatch --demo`.",
+          "Write that file (an example is in README.md, \"Watching real hosts\"), give HOST/UNIT quick forms, "
+          "or try `upwatch --demo`.",
           file=sys.stderr)
     return EXIT_OK
 
@@ -265,6 +266,12 @@ def _dashboard(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
 
 def _status(args: argparse.Namespace) -> int:
     config = select_hosts(args.hosts, getattr(args, "config", None))
+    if not config.hosts:
+        f = config.file
+        looked = f"{f.shown} ({'no [[host]] tables in it' if f.exists else 'not found'})" if f else "no file"
+        print(f"upwatch status: no hosts to look at: looked for {looked}; write hosts.toml (README, "
+              "\"Watching real hosts\") or give HOST/UNIT quick forms", file=sys.stderr)
+        return EXIT_USAGE
     from tui.status import run_status
 
     return run_status(config, as_json=args.json, timeout_s=args.timeout, out=sys.stdout)

@@ -50,17 +50,22 @@ STALE: the host stopped answering; the card keeps the last known state.
 
 
 def summary(states) -> str:
-    """``4 hosts: 1 failed · 1 stalled · 2 ready · 1 stale``: the header's answer to "up?", worst
-    first, so a narrow terminal cuts the good news, not the bad."""
+    """``4 hosts: 1 failed · 1 stale · 1 stalled · 1 ready``: the header's answer to "up?", worst
+    first, so a narrow terminal cuts the good news, not the bad. Each host counts once: a stale
+    host as ``stale`` (its state is only the last known one), a host never reached as
+    ``unreachable``."""
     states = list(states)
     counts: dict[str, int] = {}
+    stale = 0
     for s in states:
         h = headline(s)
+        if s.stale_since is not None and h != "unreachable":
+            stale += 1  # its state is only the last known one: counted as stale, nothing else
+            continue
         counts[h] = counts.get(h, 0) + 1
     parts = [f"{counts[k]} {k}" for k in HEADLINES if counts.get(k)]
-    stale = sum(1 for s in states if s.stale_since is not None)
     if stale:
-        parts.insert(0, f"{stale} stale")
+        parts.insert(1 if counts.get("failed") else 0, f"{stale} stale")
     n = len(states)
     return f"{n} host{'s' if n != 1 else ''}: " + " · ".join(parts) if parts else ""
 

@@ -88,8 +88,9 @@ def host_json(spec: HostSpec, s: HostState) -> dict[str, Any]:
     }
 
 
-def format_host(spec: HostSpec, s: HostState) -> str:
-    """One host's snapshot as a few aligned lines of plain text (host text is not interpreted)."""
+def format_host(spec: HostSpec, s: HostState, connection: str | None = None) -> str:
+    """One host's snapshot as a few aligned lines of plain text (host text is not interpreted);
+    ``connection`` overrides :func:`connection_text` (e.g. "no answer within 15 s")."""
     from widgets.fmt import PHASE_LABELS, RUNG_WORDS  # plain dicts; no widget is built
 
     rows: list[tuple[str, str]] = []
@@ -125,7 +126,7 @@ def format_host(spec: HostSpec, s: HostState) -> str:
     for f in s.failures:
         if f.probe != "gpu" and f.kind not in CONNECTION_KINDS:
             rows.append((f"{f.probe} error", f.message))
-    rows.append(("connection", connection_text(s)))
+    rows.append(("connection", connection or connection_text(s)))
     head = f"{spec.name}  {s.unit} · {s.engine}"
     width = max(len(k) for k, _ in rows)
     return "\n".join([head] + [f"  {k.ljust(width)}  {_oneline(v)}" for k, v in rows]) + "\n"
@@ -219,7 +220,7 @@ def _print(results: list[tuple[HostSpec, HostState, bool]], *, as_json: bool, ti
         items = []
         for spec, s, answered in results:
             item = host_json(spec, s)
-            if not answered and item["connection"] == "ok":
+            if not answered and item["connection"] == "ok" and s.unit_state is None:
                 item["connection"] = f"no answer within {timeout_s:g} s"
             items.append(item)
         json.dump(items, out, ensure_ascii=False, indent=2)
@@ -228,8 +229,9 @@ def _print(results: list[tuple[HostSpec, HostState, bool]], *, as_json: bool, ti
         for i, (spec, s, answered) in enumerate(results):
             if i:
                 out.write("\n")
-            text = format_host(spec, s)
+            conn = None
             if not answered and connection_text(s) == "ok":
-                text += f"  (not every probe answered within {timeout_s:g} s)\n"
-            out.write(text)
+                conn = (f"no answer within {timeout_s:g} s" if s.unit_state is None
+                        else f"ok, but not every probe answered within {timeout_s:g} s")
+            out.write(format_host(spec, s, conn))
     out.flush()

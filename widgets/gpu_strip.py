@@ -24,6 +24,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
+from probes.model import CONNECTION_KINDS
 from probes.state import GpuReading, GpuSample, HostState, ProbeFailure
 from widgets.fmt import gib, hms
 from widgets.text import host_text, plain
@@ -94,8 +95,12 @@ class GpuStrip(Widget):
             self.refresh()
 
     def update_state(self, state: HostState) -> None:
-        """Show a host's GPUs."""
-        self.show(state.gpus, state.failure("gpu"), state.stale_since is not None)
+        """Show a host's GPUs. A lost connection is the card's to say (its verdict), not the
+        GPU line's: the last sample is only dimmed."""
+        failure = state.failure("gpu")
+        if failure is not None and failure.kind in CONNECTION_KINDS and failure.kind != "timeout":
+            failure = None  # (a timeout may be nvidia-smi's own slowness: say it here)
+        self.show(state.gpus, failure, state.stale_since is not None)
 
     def render(self) -> Text:
         reading, failure, old = self._view
@@ -119,7 +124,9 @@ class GpuStrip(Widget):
             old = True
         budget = self.max_lines - len(lines)
         if reading is None or not reading.gpus:
-            if failure is None:
+            if failure is None and old:
+                lines.append(Text("GPU: no data", style=self._style("muted") + _ITALIC, end=""))
+            elif failure is None:
                 lines.append(Text("GPU: waiting for the first sample" if width >= 40 else "GPU: waiting",
                                   style=self._style("muted") + _ITALIC, end=""))
             elif budget > 0 and reading is not None:

@@ -48,7 +48,7 @@ _STATE_WORDS = {"waiting": "WAITING", "loading": "LOADING", "ready": "READY", "f
 _LEVEL_CLASSES = ("-ok", "-info", "-warning", "-error")
 #: Component class (and bold) of each start state's word and of each readiness rung.
 _STATE_LOOK = {"waiting": "muted", "loading": "busy", "ready": "ok", "failed": "error", "stopped": "warn",
-               "stalled": "warn", "restart loop": "error"}
+               "stalled": "warn", "restart loop": "error", "unreachable": "error"}
 _RUNG_LOOK = {"inactive": ("error", False), "port_closed": ("warn", False), "http_unhealthy": ("warn", False),
               "healthy": ("ok", False), "serving": ("ok", True), "unknown": ("muted", False)}
 _BOLD = Style(bold=True)
@@ -210,7 +210,7 @@ class HostCard(Widget, can_focus=True):
         first = old is None
         if first or s.host != old.host:
             self.border_title = Content(plain(s.host, max_chars=120) or "?")
-        if first or (s.stale_since, s.reconnect_attempt) != (old.stale_since, old.reconnect_attempt):
+        if first or (s.stale_since, s.reconnect_attempt, s.updated) != (old.stale_since, old.reconnect_attempt, old.updated):
             self.border_subtitle = (Content(f"STALE · {reconnect_words(s)}")
                                     if s.stale_since is not None else None)
         warning = (s.verdict is not None and s.verdict.level == "warning") or (
