@@ -179,14 +179,19 @@ def main(argv: list[str] | None = None) -> int:
         print("--speed must be > 0", file=sys.stderr)
         return 2
 
-    def stop(signum: int, frame: object) -> None:
+    # SIGTERM/SIGINT are blocked in every thread and taken by one sigwait() thread: a handler of the
+    # main thread would miss a signal the kernel gives to another thread (the HTTP thread), which
+    # happened at systemd-shutdown's broadcast SIGTERM and left the process running.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+
+    def stop() -> None:
+        signal.sigwait({signal.SIGTERM, signal.SIGINT})
         try:
             sys.stdout.flush()
         finally:
             os._exit(0)
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+    threading.Thread(target=stop, name="signals", daemon=True).start()
 
     with open(args.log, "rb") as f:
         data = f.read()
@@ -234,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         if hang_at is not None and hang_at.search(line):
             break
     while True:  # a server stays up (and a hung one stays silent)
-        signal.pause()
+        time.sleep(3600)
 
 
 if __name__ == "__main__":
