@@ -348,7 +348,8 @@ class SystemdHost:
             self.proc.wait(timeout=10 if self.systemd_pid else 0.1)
         except subprocess.TimeoutExpired:
             left = ", ".join(f"{pid}:{_comm(pid)}" for pid in _cgroup_pids(self.cgroup))
-            problems.append(f"systemd did not power off within 10 s (left: {left}); SIGKILL to unshare")
+            what = "systemd did not power off within 10 s" if self.systemd_pid else "systemd never started"
+            problems.append(f"{what} (left: {left}); SIGKILL to unshare")
             self.proc.kill()
             try:
                 self.proc.wait(timeout=5)

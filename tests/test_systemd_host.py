@@ -12,13 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from conftest import LOGS
 from probes.runner import ProbeError
-from systemd_host import SystemdHost, llm_unit, start_systemd_host
+from systemd_host import FAKE_LLM, SystemdHost, llm_unit, start_systemd_host
 
 OOM_LINE = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
             "total capacity of 79.19 GiB of which 1.02 GiB is free.")
+PYTHON_FOR_FAKE = "/usr/bin/python3"  # fake_llm.py is stdlib-only; the host runs it with this one
 READY_LINE = b"[2025-05-02 16:15:37] The server is fired up and ready to roll!"
 
 
@@ -287,3 +289,32 @@ def test_stop_leaves_nothing_behind(tmp_path: Path) -> None:
     while subprocess.run(["ip", "link", "show", f"{netns}-h"], capture_output=True).returncode == 0:
         assert time.monotonic() < end, f"veth {netns}-h still there"  # freed asynchronously
         time.sleep(0.05)  # polling interval
+
+
+def test_fake_llm_crash_and_hang_without_systemd(tmp_path: Path) -> None:
+    """The fault options of tests/fake_llm.py, run directly (no host): a crash prints the crash
+    line and exits with the code; a hang prints up to its line, then nothing until SIGTERM (exit 0)."""
+    base = [PYTHON_FOR_FAKE, str(FAKE_LLM), "--log", str(LOGS / "sglang-ok-01.log"), "--speed", "1000",
+            "--port", "0"]
+    crash = subprocess.run([*base, "--crash-at", "Load weight begin", "--crash-line", OOM_LINE,
+                            "--exit-code", "3"], capture_output=True, timeout=20)
+    assert crash.returncode == 3 and crash.stderr == OOM_LINE.encode() + b"\n"
+    assert crash.stdout.split(b"\n")[-2] == b"[2025-05-02 16:13:42] Load weight begin. avail mem=3.23 GB"
+    hang = subprocess.Popen([*base, "--hang-at", "Capture cuda graph begin"], stdout=subprocess.PIPE)
+    try:
+        assert hang.stdout is not None
+        lines = []
+        while not lines or not lines[-1].startswith(b"[2025-05-02 16:14:33] Capture cuda graph begin"):
+            line = hang.stdout.readline()
+            assert line, "output ended before the hang line"
+            lines.append(line)
+        with pytest.raises(subprocess.TimeoutExpired):
+            hang.wait(timeout=1.0)  # stalled: still running, nothing more printed (checked below)
+        hang.terminate()
+        assert hang.wait(timeout=5) == 0
+        assert hang.stdout.read() == b""
+        assert len(lines) == 15
+    finally:
+        if hang.poll() is None:
+            hang.kill()
+            hang.wait()
