@@ -1,8 +1,10 @@
 """Shared paths and fixtures for the tests. Every fixture file a test reads lives under tests/fixtures/;
-``testhost`` and ``netns_hosts`` are real SSH hosts (tests/testhost.py, tests/netns.py)."""
+``testhost`` and ``netns_hosts`` are real SSH hosts (tests/testhost.py, tests/netns.py); ``systemd_host``
+is a host whose service manager is a real systemd (tests/systemd_host.py)."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,3 +60,21 @@ def netns_hosts(tmp_path: Path) -> Iterator[list]:
     finally:
         for h in hosts:
             h.stop()
+
+
+@pytest.fixture
+def systemd_host(tmp_path: Path) -> Iterator:
+    """A :class:`systemd_host.SystemdHost` (``gpu-node-3``): real systemd 252 as PID 1 of its own
+    namespaces, sshd on ``10.201.N.2:22``, ``fake-llm.service`` replaying ``sglang-ok-01.log`` at
+    speed 50 (:func:`systemd_host.llm_unit`). Powered off and removed after the test, even when it
+    failed; a host that cannot boot fails the test with the reason (never a skip)."""
+    from systemd_host import start_systemd_host
+
+    try:
+        host = start_systemd_host(tmp_path / "sysd", 0)
+    except (SshdError, OSError, RuntimeError, subprocess.SubprocessError) as exc:
+        pytest.fail(f"cannot start the systemd test host: {exc}", pytrace=False)
+    try:
+        yield host
+    finally:
+        host.stop()
