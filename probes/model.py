@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 
 from probes.journal import Record
 from probes.reader import Reading, StartupReader
-from probes.state import (GpuApps, GpuReading, Health, HostState, LogEntry, PhaseSpan, ProbeFailure, ProbeOk,
+from probes.state import (GpuApps, GpuOrphans, GpuReading, Health, HostState, LogEntry, PhaseSpan, ProbeFailure, ProbeOk,
                           UnitState, Verdict)
 from probes.verdict import verdict_for
 
@@ -23,6 +23,9 @@ LOG_KEEP = 5000
 #: GPU samples kept per GPU for the detail screen's sparklines.
 GPU_HISTORY = 120
 #: Failure kinds that mean the whole host is out of reach (not just one command).
+#: GPU memory moving by this much (MiB, all GPUs together) counts as progress for stall detection.
+GPU_CHANGE_MIB = 256
+
 CONNECTION_KINDS = frozenset({"unreachable", "closed", "timeout", "auth", "host_key"})
 
 
@@ -53,7 +56,8 @@ class HostModel:
     :class:`~probes.state.ProbeOk`; anything else raises ``TypeError``.
     """
 
-    def __init__(self, host: str, unit: str, engine: str | None = None, log_keep: int = LOG_KEEP) -> None:
+    def __init__(self, host: str, unit: str, engine: str | None = None, log_keep: int = LOG_KEEP,
+                 stall_after: Mapping[str, float] | None = None) -> None:
         self.host = host
         self.unit = unit
         self.reader = StartupReader(engine)
@@ -64,6 +68,15 @@ class HostModel:
         self._health: Health | None = None
         self._gpus: GpuReading | None = None
         self._gpu_apps: GpuApps | None = None
+        self._gpu_orphans: GpuOrphans | None = None
+        self._gpu_total: int | None = None
+        self._gpu_changed_at: float | None = None
+        self._last_nrestarts: int | None = None
+        self._restarts_seen = 0
+        #: (MainPID, InvocationID) of the process that was running when /health turned OK;
+        #: "pending" while the unit is not known yet; None while health is not OK.
+        self._health_ok_proc: tuple[int | None, str | None] | str | None = None
+        self.stall_after = dict(stall_after or {})
         self._gpu_hist: dict[int, deque[tuple[float | None, int | None]]] = {}
         self._failures: dict[str, ProbeFailure] = {}
         self._last_log_at: float | None = None
@@ -80,10 +93,28 @@ class HostModel:
         if isinstance(event, Record):
             self._record(event)
         elif isinstance(event, UnitState):
+            prev = self._last_nrestarts
+            n = event.n_restarts
+            if n is not None:
+                if prev is not None and n > prev:
+                    self._restarts_seen += n - prev
+                elif prev is not None and n < prev:
+                    self._restarts_seen += n  # reset by a manual restart: the new count is new
+                self._last_nrestarts = n
             self._unit = event
+            if self._health_ok_proc == "pending" and event.running:
+                self._health_ok_proc = (event.main_pid, event.invocation_id)
+            self._seen(event.time)
+        elif isinstance(event, GpuOrphans):
+            self._gpu_orphans = event
             self._seen(event.time)
         elif isinstance(event, GpuReading):
             self._gpus = event
+            total = sum(g.mem_used_mib for g in event.gpus if g.mem_used_mib is not None)
+            if self._gpu_total is None or abs(total - self._gpu_total) >= GPU_CHANGE_MIB:
+                if self._gpu_total is not None:
+                    self._gpu_changed_at = event.time
+                self._gpu_total = total
             for g in event.gpus:
                 hist = self._gpu_hist.get(g.index)
                 if hist is None:
@@ -98,6 +129,13 @@ class HostModel:
                 # With the host out of reach, a refused tunnel says nothing about the server:
                 # keep the last known rung (the card is stale anyway).
                 return
+            ok = event.rung in ("healthy", "serving")
+            was_ok = self._health is not None and self._health.rung in ("healthy", "serving")
+            if ok and not was_ok:
+                u = self._unit
+                self._health_ok_proc = (u.main_pid, u.invocation_id) if u is not None and u.running else "pending"
+            elif not ok:
+                self._health_ok_proc = None
             self._health = event
             self._seen(event.time)
         elif isinstance(event, ProbeFailure):
@@ -186,7 +224,7 @@ class HostModel:
         if cached is None or cached[0] != self.version:
             cached = self._cached = (self.version, self._build())
         base = cached[1]
-        v = verdict_for(base, now)
+        v = verdict_for(base, now, self.stall_after)
         judged = self._judged
         if judged is not None and judged[0] is base and judged[1] == v:
             return judged[2]  # the same object as last time: consumers can skip it with `is`
@@ -233,16 +271,35 @@ class HostModel:
             elif unit.active_state == "inactive" and (state != "waiting" or unit.load_state == "not-found"):
                 state = "stopped"
         hist = tuple(tuple(self._gpu_hist[i]) for i in sorted(self._gpu_hist))
+        health_stale = False
+        proc = self._health_ok_proc
+        if isinstance(proc, tuple) and unit is not None and unit.running:
+            pid, inv = proc
+            changed = (pid is not None and unit.main_pid is not None and pid != unit.main_pid) or (
+                inv is not None and unit.invocation_id is not None and inv != unit.invocation_id)
+            if changed:
+                ready_at = next((sp.began for sp in spans if sp.phase == "ready"), None)
+                new_ready = (r.state == "ready" and ready_at is not None and unit.started_at is not None
+                             and ready_at >= unit.started_at - 1.0)
+                if new_ready:
+                    self._health_ok_proc = (unit.main_pid, unit.invocation_id)  # the new one is up
+                else:
+                    health_stale = True
+        readiness = _readiness(unit, self._health)
+        if health_stale and readiness in ("healthy", "serving"):
+            readiness = "port_closed"  # the answer came from an earlier process
         return HostState(
             host=self.host, unit=self.unit, engine=r.engine, state=state, phase=r.phase,
             phases=tuple(spans), progress=r.progress, start_began=start_began, phase_began=phase_began,
-            readiness=_readiness(unit, self._health), health=self._health, unit_state=unit,
+            readiness=readiness, health=self._health, unit_state=unit,
             restart_counter=counter, restart_loop=r.restart_loop, starts=r.starts, error=r.error,
             failed_at=self._time_of(r.error.line) if r.error is not None else None,
             cause=r.cause, hint=r.hint, gpus=self._gpus, gpu_apps=self._gpu_apps, gpu_history=hist, last_line=r.last_line,
             last_log_at=self._last_log_at, log_count=self.seq,
             failures=tuple(self._failures[k] for k in sorted(self._failures)), stale_since=stale,
-            reconnect_attempt=attempt,
+            reconnect_attempt=attempt, failed_starts=r.failed_starts, restarts_seen=self._restarts_seen,
+            gpu_changed_at=self._gpu_changed_at, health_stale=health_stale,
+            gpu_orphans=self._gpu_orphans.orphans if self._gpu_orphans is not None else None,
             updated=self._newest,
         )
 

@@ -112,6 +112,16 @@ class ErrorLine:
 
 
 @dataclass(frozen=True, slots=True)
+class FailedStart:
+    """One failed start of a restart loop: its cause id (or None), the phase it died in, and when
+    it began (ISO text as in :class:`PhaseMark`, or None)."""
+
+    cause: str | None
+    phase: str
+    began: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class Reading:
     """What the reader knows after some number of lines. Describes the last start in the log.
 
@@ -135,6 +145,8 @@ class Reading:
         last_line: the last non-empty line the server wrote (not systemd), or "".
         began: the time of the last start's first line (its systemd ``Started`` line, or its first
             own line), ISO text as in :class:`PhaseMark`, or None.
+        failed_starts: the failed starts since the last ready (the restart loop's iterations,
+            oldest first; the last start included when it failed).
     """
 
     engine: str
@@ -153,6 +165,7 @@ class Reading:
     bad_lines: int = 0
     last_line: str = ""
     began: str | None = None
+    failed_starts: tuple[FailedStart, ...] = ()
 
     @property
     def phases_seen(self) -> list[str]:
@@ -283,6 +296,7 @@ class StartupReader:
         self._start = _Start()
         self._starts = 0                 # closed starts that had evidence
         self._streak = 0                 # failed starts since the last ready, closed starts only
+        self._streak_starts: list[FailedStart] = []  # ... and what each died of
         self._last_failure: _Failure | None = None
         self._restart_counter: int | None = None
         self._gave_up = False
@@ -507,13 +521,21 @@ class StartupReader:
             self._starts += 1
             if old.ready:
                 self._streak = 1 if old.failed else 0  # a crash after serving starts a new count
+                self._streak_starts = [self._failed_start(old)] if old.failed else []
             elif old.failed:
                 self._streak += 1
+                self._streak_starts.append(self._failed_start(old))
         if old.error is not None:
             self._last_failure = old.error
         self._await_next.clear()  # only the current start's marks are ever shown
         self._start = _Start()
         return self._start
+
+    @staticmethod
+    def _failed_start(start: _Start) -> FailedStart:
+        phase = PHASES[start.fail_phase] if start.fail_phase >= 0 else "starting"
+        first = _resolve(start.first) if start.first is not None else None
+        return FailedStart(start.error.cause if start.error else None, phase, first[0] if first else None)
 
     def _advance(self, start: _Start, rank: str | None, phase: str, ln: Line) -> None:
         if start.failed:
@@ -727,6 +749,8 @@ class StartupReader:
             bad_lines=self.bad_lines,
             last_line=self._last_line,
             began=_resolve(cur.first)[0] if cur.first is not None and _resolve(cur.first) else None,
+            failed_starts=tuple(([] if cur.ready else self._streak_starts)
+                                + ([self._failed_start(cur)] if cur.failed else [])),
         )
 
     def _hint(self, cur: _Start) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from probes.reader import ErrorLine, Progress
+from probes.reader import ErrorLine, FailedStart, Progress
 
 #: Readiness ladder, lowest first (see DESIGN.md). ``unknown`` is "no health data yet".
 RUNGS = ("inactive", "port_closed", "http_unhealthy", "healthy", "serving")
@@ -111,6 +111,30 @@ class GpuApps:
 
 
 @dataclass(frozen=True, slots=True)
+class GpuOrphan:
+    """A process holding GPU memory on the host that is not in the unit's cgroup.
+
+    Attributes:
+        pid: host PID. command: its command line (``ps -o args``; host text) or nvidia-smi's
+            process name when ``ps`` did not know it. mem_mib: MiB it holds (None: not available).
+        gpu_index: the GPU's index, or None when unknown.
+    """
+
+    pid: int
+    command: str
+    mem_mib: int | None
+    gpu_index: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuOrphans:
+    """The processes holding GPU memory outside the unit's cgroup, looked at ``time``."""
+
+    time: float
+    orphans: tuple[GpuOrphan, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class UnitState:
     """The unit as ``systemctl show`` reports it (format of systemd 252; see FORMATS.md 2.6).
 
@@ -206,13 +230,15 @@ class ProbeOk:
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """One sentence that says what is wrong, with a level from :data:`LEVELS` and the rule's id
-    (``stale``, ``not_found``, ``restart_loop``, ``failed``, ``stalled``, ``previous_failed``,
-    ``unhealthy``, ``unit_failed``; "" when not given)."""
+    """One sentence that says what is wrong, with a level from :data:`LEVELS`, the rule's id
+    (``stale``, ``ssh``, ``not_found``, ``restart_loop``, ``failed``, ``unit_failed``,
+    ``gpu_orphans``, ``stalled``, ``stale_health``, ``not_serving``, ``no_gpu_memory``,
+    ``previous_failed``, ``unhealthy``; "" when not given) and the evidence, one short line each."""
 
     level: str
     sentence: str
     kind: str = ""
+    evidence: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,6 +286,13 @@ class HostState:
         failures: probes currently failing, as ``{probe: ProbeFailure}`` sorted by probe.
         stale_since: when the host stopped answering (all its data is old), or None.
         reconnect_attempt: failed connection attempts in a row while stale (0 when none yet).
+        failed_starts: the restart loop's failed starts since the last ready (oldest first).
+        restarts_seen: automatic restarts seen while watching, from ``NRestarts`` deltas (a counter
+            that went down, after a manual restart, adds its new value instead of subtracting).
+        gpu_changed_at: when the GPUs' total used memory last moved by 256 MiB or more, or None.
+        health_stale: ``/health`` is OK but was answered by an earlier process (``MainPID`` or
+            ``InvocationID`` changed since it turned OK, and the new start has not logged ready).
+        gpu_orphans: processes holding GPU memory outside the unit's cgroup; None before a look.
         verdict: what is wrong, in one sentence, or None when nothing is.
         updated: the time of the newest data in this snapshot.
     """
@@ -292,6 +325,11 @@ class HostState:
     failures: tuple[ProbeFailure, ...] = field(default=())
     stale_since: float | None = None
     reconnect_attempt: int = 0
+    failed_starts: tuple[FailedStart, ...] = ()
+    restarts_seen: int = 0
+    gpu_changed_at: float | None = None
+    health_stale: bool = False
+    gpu_orphans: tuple[GpuOrphan, ...] | None = None
     verdict: Verdict | None = None
     updated: float | None = None
 

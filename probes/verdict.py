@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import time as _time
+from collections.abc import Mapping
 
 from probes.engines.base import PHASES
 from probes.state import HostState, Verdict
@@ -100,8 +101,89 @@ def _unit_failed(s: HostState) -> Verdict:
                    sentence=f"Unit {s.unit} failed (result {u.result or 'unknown'}{how}); the log says nothing of it.")
 
 
-def verdict_for(s: HostState, now: float) -> Verdict | None:
-    """The verdict for ``s`` at ``now`` (epoch seconds), or None when nothing is wrong."""
+#: Seconds a unit may be active with its port closed (or health failing) before that is a
+#: verdict, when the log shows no start in progress; and seconds a running process may show no GPU
+#: memory once it is past download.
+NOT_SERVING_AFTER_S = 600.0
+NO_GPU_MEMORY_AFTER_S = 300.0
+#: A GPU "holds no memory" below this many MiB (the driver's own context is a few hundred).
+NO_GPU_MEMORY_MIB = 1024
+
+
+def _orphan_words(orphans) -> tuple[str, list[str]]:
+    total = sum(o.mem_mib or 0 for o in orphans)
+    pids = ", ".join(str(o.pid) for o in orphans[:4]) + (", ..." if len(orphans) > 4 else "")
+    evidence = [f"PID {o.pid} {o.command[:80]}: {o.mem_mib if o.mem_mib is not None else '?'} MiB"
+                + (f" on GPU {o.gpu_index}" if o.gpu_index is not None else "") for o in orphans]
+    n = len(orphans)
+    return f"{n} process{'es' if n != 1 else ''} outside the unit hold{'s' if n == 1 else ''} {total} MiB of GPU memory (PID {pids})", evidence
+
+
+def _restart_loop(s: HostState, now: float, gave_up: bool) -> Verdict:
+    fs = s.failed_starts
+    n = max(len(fs), 2)
+    causes = [f.cause for f in fs]
+    span = ""
+    began = [_iso_epoch(f.began) for f in fs]
+    began = [b for b in began if b is not None]
+    if len(began) >= 2:
+        span = f" in {fmt_span(now - began[0]) if s.state != 'failed' else fmt_span(began[-1] - began[0])}"
+    if causes and len(set(causes)) == 1 and causes[0] is not None:
+        last = fs[-1]
+        where = f" during {PHASE_LABELS.get(last.phase, last.phase).lower()}" if last.phase not in ("starting",) else ""
+        what = f"each {cause_words(causes[0])}{where}"
+    else:
+        last_cause = next((c for c in reversed(causes) if c), s.cause or (s.error.cause if s.error else None))
+        what = f"the last with {cause_words(last_cause)}"
+    if gave_up:
+        end = "; systemd gave up (start limit): fix it, then systemctl reset-failed"
+    elif s.state == "loading":
+        end = "; starting again"
+    else:
+        end = ""
+    evidence = [f"start {i + 1}: {cause_words(f.cause)} in {PHASE_LABELS.get(f.phase, f.phase)}"
+                + (f" at {f.began[11:19]}" if f.began and len(f.began) >= 19 else "") for i, f in enumerate(fs)]
+    if s.restart_counter is not None:
+        evidence.append(f"restart counter (NRestarts) {s.restart_counter}")
+    if s.restarts_seen:
+        evidence.append(f"{s.restarts_seen} automatic restart{'s' if s.restarts_seen != 1 else ''} seen while watching")
+    return Verdict("error", kind="restart_loop", sentence=f"Restart loop: {n} starts failed{span}, {what}{end}.",
+                   evidence=tuple(evidence))
+
+
+def _iso_epoch(text: str | None) -> float | None:
+    if not text:
+        return None
+    from datetime import datetime, timezone
+
+    try:
+        t = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=timezone.utc)
+    return t.timestamp()
+
+
+def stall_limit(phase: str, stall_after: Mapping[str, float] | None = None) -> float | None:
+    """Seconds of silence after which a loading start in ``phase`` counts as stalled: the host's
+    setting for the phase, else its ``"*"`` setting, else :data:`STALL_AFTER_S`."""
+    if stall_after:
+        if phase in stall_after:
+            return stall_after[phase]
+        if "*" in stall_after:
+            return stall_after["*"]
+    return STALL_AFTER_S.get(phase)
+
+
+def verdict_for(s: HostState, now: float, stall_after: Mapping[str, float] | None = None) -> Verdict | None:
+    """The verdict for ``s`` at ``now`` (epoch seconds), or None when nothing is wrong.
+
+    Args:
+        s: the host's state. now: the injected clock's now.
+        stall_after: per-phase silence limits in seconds (``"*"`` for every phase), over
+            :data:`STALL_AFTER_S`.
+    """
     if s.stale_since is not None:
         return _stale(s)
     u = s.unit_state
@@ -109,32 +191,59 @@ def verdict_for(s: HostState, now: float) -> Verdict | None:
         return Verdict("error", kind="not_found", sentence=f"Unit {s.unit} does not exist on this host.")
     cause = s.cause or (s.error.cause if s.error is not None else None)
     gave_up = u is not None and u.active_state == "failed"
+    orphans = tuple(s.gpu_orphans or ())
     if s.restart_loop:
-        failed = s.starts if s.state == "failed" else max(s.starts - 1, 2)
-        n = f"; restart counter at {s.restart_counter}" if s.restart_counter is not None else ""
-        if gave_up:
-            end = "; systemd gave up"
-        elif s.state == "loading":
-            end = "; starting again"
-        else:
-            end = ""
-        return Verdict("error", kind="restart_loop", sentence=f"Restart loop: {failed} starts failed, the last with "
-                                f"{cause_words(cause)}{n}{end}.")
+        v = _restart_loop(s, now, gave_up)
+        if orphans and cause in ("cuda_oom", "insufficient_free_memory"):
+            words, ev = _orphan_words(orphans)
+            v = dataclasses.replace(v, sentence=v.sentence[:-1] + f"; {words}.", evidence=v.evidence + tuple(ev))
+        return v
     if s.state == "failed" and s.error is None and u is not None and u.active_state == "failed":
         return _unit_failed(s)
     if s.state == "failed":
         where = PHASE_LABELS.get(s.phase, s.phase)
-        return Verdict("error", kind="failed", sentence=f"Start failed in {where}: {cause_words(cause)}.")
+        ev: list[str] = [f"decisive line: {s.error.text[:160]}"] if s.error is not None else []
+        sentence = f"Start failed in {where}: {cause_words(cause)}."
+        if orphans and cause in ("cuda_oom", "insufficient_free_memory"):
+            words, oev = _orphan_words(orphans)
+            sentence = sentence[:-1] + f"; {words}."
+            ev += oev
+        return Verdict("error", kind="failed", sentence=sentence, evidence=tuple(ev))
+    if orphans:
+        words, ev = _orphan_words(orphans)
+        return Verdict("warning", kind="gpu_orphans", sentence=f"GPU memory held outside the unit: {words}.",
+                       evidence=tuple(ev))
     if s.state == "loading" and s.last_log_at is not None:
-        quiet = now - s.last_log_at
-        limit = STALL_AFTER_S.get(s.phase)
+        last = max(t for t in (s.last_log_at, s.gpu_changed_at) if t is not None)
+        quiet = now - last
+        limit = stall_limit(s.phase, stall_after)
         if limit is not None and quiet >= limit:
             where = PHASE_LABELS.get(s.phase, s.phase)
             prog = ""
             if s.progress is not None and s.progress.phase == s.phase:
                 prog = f" at {s.progress.done:g}/{s.progress.total:g}"
             return Verdict("warning", kind="stalled", sentence=f"No log line for {fmt_span(quiet)} in {where}{prog}: "
-                                      f"the start looks hung.")
+                                      f"the start looks hung.",
+                           evidence=(f"last log line at {_clock(s.last_log_at)}",
+                                     f"GPU memory last moved at {_clock(s.gpu_changed_at)}" if s.gpu_changed_at
+                                     else "GPU memory has not moved", f"limit for {where}: {fmt_span(limit)}"))
+    if s.health_stale and u is not None:
+        return Verdict("warning", kind="stale_health",
+                       sentence=f"/health answers, but from an earlier process: MainPID is now {u.main_pid} and "
+                                f"the new start has not logged ready; not ready yet.",
+                       evidence=(f"MainPID {u.main_pid}", f"InvocationID {u.invocation_id or '?'}"))
+    up_s = now - u.started_at if u is not None and u.running and u.started_at is not None else None
+    if (up_s is not None and up_s >= NOT_SERVING_AFTER_S and s.state in ("waiting", "stopped")
+            and s.readiness in ("port_closed", "http_unhealthy")):
+        h = s.health.detail if s.health is not None else s.readiness
+        return Verdict("warning", kind="not_serving",
+                       sentence=f"Unit active for {fmt_span(up_s)} but not serving ({h}), and the log shows no start in progress.")
+    if (up_s is not None and up_s >= NO_GPU_MEMORY_AFTER_S and s.state == "loading"
+            and s.phase not in ("starting", "download") and s.gpus is not None and s.gpus.gpus
+            and all(g.mem_used_mib is not None and g.mem_used_mib < NO_GPU_MEMORY_MIB for g in s.gpus.gpus)):
+        return Verdict("warning", kind="no_gpu_memory",
+                       sentence=f"The process is up {fmt_span(up_s)}, in {PHASE_LABELS.get(s.phase, s.phase)}, but no GPU "
+                                f"holds memory: is it on the GPUs you think (CUDA_VISIBLE_DEVICES)?")
     if s.state == "loading" and s.error is not None and s.starts >= 2:
         n = f", restart counter at {s.restart_counter}" if s.restart_counter is not None else ""
         return Verdict("warning", kind="previous_failed", sentence=f"The previous start failed with {cause_words(s.error.cause)}; "
@@ -167,9 +276,9 @@ def headline(s: HostState) -> str:
     return s.state if s.state in HEADLINES else "waiting"
 
 
-def judge(s: HostState, now: float) -> HostState:
+def judge(s: HostState, now: float, stall_after: Mapping[str, float] | None = None) -> HostState:
     """``s`` with its ``verdict`` set for ``now`` (the same object when the verdict is unchanged)."""
-    v = verdict_for(s, now)
+    v = verdict_for(s, now, stall_after)
     if v == s.verdict:
         return s
     return dataclasses.replace(s, verdict=v)
