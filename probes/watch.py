@@ -29,7 +29,8 @@ from probes.clock import Clock
 from probes.journal import RecordError, parse_record
 from probes.model import CONNECTION_KINDS, HostModel
 from probes.runner import ProbeError, Runner
-from probes.state import GpuApps, GpuReading, GpuSample, HostState, LogEntry, ProbeFailure, ProbeOk
+from probes.state import (GpuApps, GpuOrphan, GpuOrphans, GpuProcess, GpuReading, GpuSample, HostState, LogEntry,
+                          ProbeFailure, ProbeOk)
 
 if TYPE_CHECKING:  # httpx loads rich at import when rich is installed; probes import it lazily
     import httpx
@@ -90,6 +91,14 @@ class HealthTarget:
     port: int
     tunnel: bool
 
+
+#: Lists every PID in the cgroup ``$1`` and below: cgroup v2 (``/sys/fs/cgroup``), hybrid
+#: (``/sys/fs/cgroup/unified``) or v1 (``/sys/fs/cgroup/systemd``). The path is an argument, never
+#: spliced into the script. Exit 3 when no hierarchy has it.
+CGROUP_PIDS_SCRIPT = (
+    'for r in /sys/fs/cgroup/unified /sys/fs/cgroup /sys/fs/cgroup/systemd; do '
+    'if [ -f "$r$1/cgroup.procs" ]; then find "$r$1" -name cgroup.procs -exec cat {} +; exit 0; fi; '
+    'done; exit 3')
 
 #: Real seconds after a GPU row with no further row before the first sample is shown as it is.
 EARLY_GPU_S = 0.3
@@ -529,7 +538,37 @@ class HostWatcher:
             delay = self.retry_s
             self._ok("gpu_apps")
             self._apply(GpuApps(self.clock.now(), apps))
+            try:
+                orphans = await self._orphans(apps)
+            except ProbeError:
+                orphans = None  # the next look tries again; the apps themselves are shown
+            if orphans is not None:
+                self._apply(GpuOrphans(self.clock.now(), orphans))
             await self.clock.sleep(self.apps_interval_s)
+
+    async def _orphans(self, apps: tuple[GpuProcess, ...]) -> tuple[GpuOrphan, ...] | None:
+        """The processes of ``apps`` outside the unit's cgroup (read recursively, cgroup v2, hybrid
+        or v1), with their command lines from ``ps``; None when the cgroup cannot be read."""
+        u = self.model._unit
+        if not apps:
+            return ()
+        if u is None or not u.control_group:
+            return None
+        done = await self.runner.run(["sh", "-c", CGROUP_PIDS_SCRIPT, "sh", u.control_group], timeout=30.0)
+        if done.returncode != 0:
+            return None
+        inside = {int(w) for w in done.stdout.split() if w.isdigit()}
+        outside = [a for a in apps if a.pid not in inside]
+        if not outside:
+            return ()
+        pids = sorted({a.pid for a in outside})
+        ps = await self.runner.run(["ps", "-o", "pid=,args=", "-p", ",".join(map(str, pids))], timeout=30.0)
+        commands: dict[int, str] = {}
+        for line in ps.stdout.decode("utf-8", "replace").splitlines():
+            head, _, args = line.strip().partition(" ")
+            if head.isdigit():
+                commands[int(head)] = args.strip()
+        return tuple(GpuOrphan(a.pid, commands.get(a.pid) or a.name, a.mem_mib, a.gpu_index) for a in outside)
 
     async def _health(self) -> None:
         import httpx

@@ -69,7 +69,9 @@ def test_status_json_of_a_ready_sglang_host(testhost: TestHost, tmp_path: Path, 
     h = items[0]
     assert (h["host"], h["unit"], h["engine"], h["state"], h["phase"]) == ("gpu-a", "sglang.service", "sglang", "ready", "ready")
     assert h["readiness"] in ("healthy", "serving")
-    assert h["restarts"] == 0 and h["restart_loop"] is False
+    assert h["restarts"] == 0 and h["restart_loop"] is None
+    assert h["verdict"]["level"] == "ok" and h["verdict"]["sentence"].startswith("Ready and ")
+    assert h["gpu_orphans"] == []  # nothing holds GPU memory at all
     assert h["connection"] == "ok" and h["error"] is None and h["gpu_error"] is None
     assert h["last_line"].endswith("The server is fired up and ready to roll!")
     assert len(h["gpus"]) == 8
@@ -136,7 +138,8 @@ def test_status_of_a_unit_that_does_not_exist(testhost: TestHost, tmp_path: Path
     rc, items = status_json(capsys, "--config", hosts_toml(tmp_path, host_block("gpu-a", testhost.health.port)))
     assert rc == 0
     assert items[0]["readiness"] == "inactive"
-    assert items[0]["verdict"] == {"level": "error", "sentence": "Unit sglang.service does not exist on this host."}
+    assert items[0]["verdict"] == {"level": "error", "kind": "not_found", "evidence": [],
+                                   "sentence": "Unit sglang.service does not exist on this host."}
 
 
 def test_status_says_nvidia_smi_is_missing(testhost: TestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -50,11 +50,13 @@ def host_json(spec: HostSpec, s: HostState) -> dict[str, Any]:
     ``failed``, ``stopped``), ``phase`` (DESIGN.md phase id), ``progress`` (``{"phase", "done",
     "total", "fraction"}`` or null), ``readiness`` (DESIGN.md ladder: ``inactive``,
     ``port_closed``, ``http_unhealthy``, ``healthy``, ``serving``, or ``unknown``), ``restarts``
-    (NRestarts, or null), ``restart_loop`` (bool), ``gpus`` (list of ``index``, ``name``,
+    (NRestarts, or null), ``restart_loop`` (null, or ``{"starts", "causes", "gave_up"}``), ``gpus`` (list of ``index``, ``name``,
     ``mem_used_mib``, ``mem_total_mib``, ``util_pct``; null where not available), ``gpu_error``
     (why there are no GPU values, or null), ``error`` (``{"text", "time"}`` of the decisive line,
-    time ISO 8601, or null), ``cause``, ``hint``, ``last_line``, ``verdict`` (``{"level",
-    "sentence"}`` or null), ``connection`` (``ok`` or the reason), ``probe_errors`` (probe → message).
+    time ISO 8601, or null), ``cause``, ``hint``, ``last_line``, ``verdict`` (``{"level"
+    (ok, info, warning, error), "kind", "sentence", "evidence"}``), ``gpu_orphans`` (``pid``,
+    ``command``, ``mem_mib``, ``gpu_index`` of processes holding GPU memory outside the unit's
+    cgroup; null before a look), ``connection`` (``ok`` or the reason), ``probe_errors`` (probe → message).
     """
     gpus = []
     if s.gpus is not None:
@@ -73,7 +75,10 @@ def host_json(spec: HostSpec, s: HostState) -> dict[str, Any]:
                      if p is not None else None),
         "readiness": s.readiness,
         "restarts": s.restart_counter,
-        "restart_loop": s.restart_loop,
+        "restart_loop": ({"starts": max(len(s.failed_starts), 2),
+                          "causes": [f.cause for f in s.failed_starts],
+                          "gave_up": s.unit_state is not None and s.unit_state.active_state == "failed"}
+                         if s.restart_loop else None),
         "gpus": gpus,
         "gpu_error": gf.message if gf is not None else None,
         "gpu_processes": ([{"pid": a.pid, "name": a.name, "mem_mib": a.mem_mib, "gpu_index": a.gpu_index}
@@ -82,10 +87,21 @@ def host_json(spec: HostSpec, s: HostState) -> dict[str, Any]:
         "cause": s.cause,
         "hint": s.hint or None,
         "last_line": s.last_line or None,
-        "verdict": {"level": s.verdict.level, "sentence": s.verdict.sentence} if s.verdict else None,
+        "verdict": ({"level": s.verdict.level, "kind": s.verdict.kind, "sentence": s.verdict.sentence,
+                     "evidence": list(s.verdict.evidence)} if s.verdict else
+                    {"level": "ok", "kind": "", "sentence": _ok_sentence(s), "evidence": []}),
+        "gpu_orphans": ([{"pid": o.pid, "command": o.command, "mem_mib": o.mem_mib, "gpu_index": o.gpu_index}
+                         for o in s.gpu_orphans] if s.gpu_orphans is not None else None),
         "connection": connection_text(s),
         "probe_errors": {f.probe: f.message for f in s.failures},
     }
+
+
+def _ok_sentence(s: HostState) -> str:
+    """What an ``ok`` verdict says: the state in a few words."""
+    if s.state == "ready":
+        return "Ready and " + ("serving." if s.readiness == "serving" else f"{s.readiness.replace('_', ' ')}.")
+    return f"{s.state.capitalize()}, nothing wrong seen."
 
 
 def format_host(spec: HostSpec, s: HostState, connection: str | None = None) -> str:
