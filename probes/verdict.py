@@ -222,8 +222,10 @@ def verdict_for(s: HostState, now: float, stall_after: Mapping[str, float] | Non
             prog = ""
             if s.progress is not None and s.progress.phase == s.phase:
                 prog = f" at {s.progress.done:g}/{s.progress.total:g}"
-            return Verdict("warning", kind="stalled", sentence=f"No log line for {fmt_span(quiet)} in {where}{prog}: "
-                                      f"the start looks hung.",
+            silent = f"No log line for {fmt_span(now - s.last_log_at)}"
+            if s.gpu_changed_at is not None and s.gpu_changed_at > s.last_log_at:
+                silent += f" and no GPU memory change for {fmt_span(quiet)}"
+            return Verdict("warning", kind="stalled", sentence=f"{silent} in {where}{prog}: the start looks hung.",
                            evidence=(f"last log line at {_clock(s.last_log_at)}",
                                      f"GPU memory last moved at {_clock(s.gpu_changed_at)}" if s.gpu_changed_at
                                      else "GPU memory has not moved", f"limit for {where}: {fmt_span(limit)}"))

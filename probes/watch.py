@@ -58,6 +58,9 @@ class HostSpec:
             any other address is fetched directly from here. None: ``/health`` on ``port``.
         sudo: run ``journalctl`` and ``systemctl`` as ``sudo -n …`` (never prompts).
         user_unit: a ``systemctl --user`` unit: ``journalctl --user-unit``, ``systemctl --user show``.
+        stall_after_s: seconds of silence (no log line, no GPU memory change) before a loading
+            start counts as stalled, as ``(phase id or "*", seconds)`` pairs over the built-in
+            per-phase defaults.
     """
 
     name: str
@@ -69,6 +72,7 @@ class HostSpec:
     health_url: str | None = None
     sudo: bool = False
     user_unit: bool = False
+    stall_after_s: tuple[tuple[str, float], ...] = ()
 
     @property
     def target(self) -> str:
@@ -218,7 +222,7 @@ class HostWatcher:
         self.runner = runner
         self.clock = clock
         self.on_change = on_change
-        self.model = HostModel(spec.name, spec.unit, spec.engine)
+        self.model = HostModel(spec.name, spec.unit, spec.engine, stall_after=dict(spec.stall_after_s))
         self.cursor: str | None = None
         self.unit_interval_s = unit_interval_s
         self.health_interval_s = health_interval_s

@@ -82,7 +82,8 @@ def test_provenance_names_file_lines_defaults_and_derived_values(tmp_path: Path)
     one = cfg.sources["gpu-node-1"]
     assert one == {"name": f"{path}:11", "ssh": "default: the name", "unit": f"{path}:12",
                    "engine": f"[defaults] {path}:8", "port": "default", "health_url": "default",
-                   "sudo": f"[defaults] {path}:7", "user_unit": "default", "backlog": "default"}
+                   "sudo": f"[defaults] {path}:7", "user_unit": "default", "backlog": "default",
+                   "stall_after_s": "default"}
     two = cfg.sources["10.0.0.5"]
     assert two["name"] == "default: the host part of ssh"
     assert (two["ssh"], two["engine"], two["sudo"], two["backlog"]) == (
@@ -307,3 +308,17 @@ def test_resolve_ssh_uses_the_ssh_config(tmp_path: Path) -> None:
     assert resolve_ssh("root@gpu1:22", [cfg], "me") == ("root", "10.0.0.7", 22)
     assert resolve_ssh("other", [cfg], "me") == ("me", "other", 22)
     assert resolve_ssh("local", [cfg], "me") is None
+
+
+def test_stall_after_s_as_a_number_or_per_phase(tmp_path) -> None:
+    path = tmp_path / "hosts.toml"
+    path.write_text('[[host]]\nname = "a"\nunit = "x"\nstall_after_s = 90\n\n'
+                    '[[host]]\nname = "b"\nunit = "x"\nstall_after_s = { graph_capture = 600, "*" = 200 }\n')
+    config = load_config(str(path), (), {}, default_path=tmp_path / "none.toml")
+    a, b = config.hosts
+    assert a.stall_after_s == (("*", 90.0),)
+    assert b.stall_after_s == (("graph_capture", 600.0), ("*", 200.0))
+    path.write_text('[[host]]\nname = "a"\nunit = "x"\nstall_after_s = { graph = 600 }\n')
+    with pytest.raises(ConfigError) as err:
+        load_config(str(path), (), {}, default_path=tmp_path / "none.toml")
+    assert 'line 4' in str(err.value) and '"graph" is not a phase id' in str(err.value)

@@ -242,3 +242,77 @@ def test_a_unit_killed_without_a_word_in_the_log_says_how_it_ended():
     assert v is not None and (v.level, v.kind) == ("error", "unit_failed")
     assert v.sentence == ("Unit sglang.service failed (result signal, the main process was killed by signal 9); "
                           "the log says nothing of it.")
+
+
+# --- issue 5 rules ---------------------------------------------------------------------------------
+
+def test_gpu_memory_moving_keeps_a_quiet_start_from_stalling():
+    s = _loading(last_log_at=1000.0, gpu_changed_at=1150.0)
+    assert verdict_for(s, 1000.0 + 179.0) is None
+    v = verdict_for(s, 1150.0 + 180.0)
+    assert v is not None and v.kind == "stalled" and v.sentence == ("No log line for 5m30s and no GPU memory change for 3m00s in CUDA graph "
+                                                        "capture at 0/34: the start looks hung.")
+    assert "GPU memory last moved at " in v.evidence[1]
+
+
+def test_stall_limits_per_host_and_phase():
+    s = _loading(last_log_at=1000.0)
+    assert verdict_for(s, 1000.0 + 60.0, {"graph_capture": 60.0}).kind == "stalled"
+    assert verdict_for(s, 1000.0 + 60.0, {"*": 61.0}) is None
+    assert verdict_for(s, 1000.0 + 61.0, {"*": 61.0}).kind == "stalled"
+
+
+def test_nrestarts_going_down_is_a_reset_not_a_negative_count():
+    from probes.state import UnitState
+
+    m = HostModel("h", "u.service")
+    for t, n in ((1.0, 0), (2.0, 1), (3.0, 3), (4.0, 0), (5.0, 2)):
+        m.apply(UnitState(t, "u.service", "loaded", "activating", "auto-restart", "exit-code", n_restarts=n))
+    assert m.state(6.0).restarts_seen == 5  # 1 + 2, reset, then 2
+
+
+def test_health_answered_by_an_earlier_process_is_not_readiness():
+    from probes.state import UnitState
+
+    m = _fold("sglang-startup.jsonl", "sglang.service")
+    up = dict(load_state="loaded", active_state="active", sub_state="running", started_at=1741436938.0)
+    m.apply(UnitState(1741437000.0, "sglang.service", main_pid=100, invocation_id="a" * 32, **up))
+    m.apply(Health(1741437001.0, "healthy", 200))
+    assert m.state(1741437002.0).readiness == "healthy" and not m.state(1741437002.0).health_stale
+    # Restarted: a new MainPID and invocation; /health still answers 200 (the old process).
+    m.apply(UnitState(1741437100.0, "sglang.service", main_pid=200, invocation_id="b" * 32,
+                      **{**up, "started_at": 1741437099.0}))
+    m.apply(Health(1741437101.0, "healthy", 200))
+    s = m.state(1741437102.0)
+    assert s.health_stale and s.readiness == "port_closed"
+    assert s.verdict is not None and s.verdict.kind == "stale_health"
+    assert s.verdict.sentence.startswith("/health answers, but from an earlier process: MainPID is now 200")
+    # Health going down and up again after the restart belongs to the new process.
+    m.apply(Health(1741437103.0, "port_closed", None))
+    m.apply(Health(1741437104.0, "healthy", 200))
+    s = m.state(1741437105.0)
+    assert not s.health_stale and s.readiness == "healthy"
+
+
+def test_active_for_long_with_the_port_closed_and_no_start_in_the_log():
+    from probes.state import UnitState
+
+    u = UnitState(1000.0, "u.service", "loaded", "active", "running", main_pid=5, started_at=1000.0)
+    s = HostState(host="h", unit="u.service", state="waiting", readiness="port_closed", unit_state=u,
+                  health=Health(1500.0, "port_closed", None, "connection refused"))
+    assert verdict_for(s, 1000.0 + 599.0) is None
+    v = verdict_for(s, 1000.0 + 600.0)
+    assert v is not None and v.sentence == ("Unit active for 10m00s but not serving (connection refused), "
+                                            "and the log shows no start in progress.")
+
+
+def test_a_process_past_download_with_no_gpu_memory():
+    from probes.state import UnitState
+
+    u = UnitState(1000.0, "u.service", "loaded", "active", "running", main_pid=5, started_at=1000.0)
+    idle = GpuReading(1290.0, tuple(GpuSample(i, f"GPU-{i}", "NVIDIA H100 80GB HBM3", 3, 81559, 0) for i in range(2)))
+    s = _loading(unit_state=u, gpus=idle, last_log_at=1299.0, phase="weights", progress=None)
+    assert verdict_for(s, 1299.0) is None
+    v = verdict_for(s, 1300.0)
+    assert v is not None and v.kind == "no_gpu_memory"
+    assert v.sentence.startswith("The process is up 5m00s, in Weight load, but no GPU holds memory")

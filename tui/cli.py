@@ -302,7 +302,8 @@ def format_config(config: Config, *, quick: bool = False) -> str:
         src = config.sources.get(spec.name, {})
         rows.append(("", "", ""))
         rows.append((f"host {spec.name}", "", ""))
-        for key in ("name", "ssh", "unit", "engine", "port", "health_url", "sudo", "user_unit", "backlog"):
+        for key in ("name", "ssh", "unit", "engine", "port", "health_url", "sudo", "user_unit", "backlog",
+                    "stall_after_s"):
             rows.append((f"  {key}", _shown(spec, key), src.get(key, "default")))
         resolved = resolve_ssh(spec.target)
         if resolved is not None:
@@ -336,6 +337,10 @@ def _shown(spec: HostSpec, key: str) -> str:
         return "(GET /health on the port, on the host)"
     if value is None:
         return "(detected from the log)" if key == "engine" else "-"
+    if key == "stall_after_s":
+        if not value:
+            return "(per phase: 300 s, init 600 s, graph capture 180 s)"
+        return ", ".join(f"{p} {v:g} s" for p, v in value)
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)

@@ -28,6 +28,8 @@ The file's schema (unknown keys are errors; every value is checked before anythi
     sudo = false                # journalctl/systemctl through sudo -n
     user_unit = false           # a systemctl --user unit
     backlog = 5000              # journal entries read on first connect, 1..100000
+    stall_after_s = 120         # silence (s) before a loading start counts as stalled, every phase;
+                                # or per phase: { graph_capture = 600, init = 900, "*" = 180 }
 
 Every effective value remembers where it came from (:attr:`Config.sources`), which is what
 ``upwatch config`` prints.
@@ -58,7 +60,8 @@ FILE_NAME = "hosts.toml"
 LIVE_UNIT_INTERVAL_S = 1.0
 
 #: Keys of a ``[[host]]`` table, in the order ``upwatch config`` prints them.
-HOST_KEYS = ("name", "ssh", "unit", "engine", "port", "health_url", "sudo", "user_unit", "backlog")
+HOST_KEYS = ("name", "ssh", "unit", "engine", "port", "health_url", "sudo", "user_unit", "backlog",
+             "stall_after_s")
 #: Keys of ``[defaults]``: every host key but ``name``.
 DEFAULT_KEYS = tuple(k for k in HOST_KEYS if k != "name")
 #: Keys of ``[settings]``.
@@ -402,6 +405,18 @@ def _check(key: str, value: Any) -> Any:
         if not isinstance(value, bool):
             raise ValueError(f"must be true or false, not {_kind(value)}")
         return value
+    if key == "stall_after_s":
+        from probes.engines.base import PHASES
+
+        table = value if isinstance(value, dict) else {"*": value}
+        out = []
+        for phase, seconds in table.items():
+            if phase != "*" and phase not in PHASES:
+                raise ValueError(f'"{phase}" is not a phase id ({", ".join(PHASES)}, or "*")')
+            if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < 86400 * 7:
+                raise ValueError(f"must be seconds (a number above 0), or a table of them by phase, not {seconds!r}")
+            out.append((phase, float(seconds)))
+        return tuple(out)
     if key in ("port", "backlog"):
         hi = 65535 if key == "port" else 100_000
         if isinstance(value, bool) or not isinstance(value, int):
