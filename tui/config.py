@@ -47,6 +47,7 @@ from typing import Any
 
 from probes.engines import ENGINES
 from probes.ssh import parse_target
+from probes.unitname import UNIT_SUFFIXES, normalize_unit  # noqa: F401 (re-exported)
 from probes.watch import HostSpec, health_target
 
 #: The environment variable naming the configuration file.
@@ -65,11 +66,6 @@ DEFAULT_KEYS = tuple(k for k in HOST_KEYS if k != "name")
 SETTING_KEYS = ("unit_interval_s", "health_interval_s", "gpu_interval_s")
 _TOP_KEYS = ("settings", "defaults", "host")
 
-#: systemd's unit type suffixes (systemd.unit(5)).
-UNIT_SUFFIXES = ("service", "socket", "device", "mount", "automount", "swap", "target", "path",
-                 "timer", "slice", "scope")
-_UNIT_CHARS = re.compile(r"[A-Za-z0-9:\-_.\\@]+")
-_UNIT_MAX = 255
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -251,38 +247,6 @@ def looks_like_quick_form(arg: str) -> bool:
     """True when a command-line HOST argument is a quick form (it holds a ``/``) rather than the
     name of a configured host."""
     return "/" in arg
-
-
-def normalize_unit(unit: str) -> str:
-    """``unit`` with ``.service`` appended when it has no systemd unit suffix (:data:`UNIT_SUFFIXES`).
-
-    Raises:
-        ValueError: the result is not a valid systemd unit name (systemd.unit(5): letters, digits
-            and ``:-_.\\@``, at most 255 characters, a prefix before the suffix, at most one ``@``,
-            not a template like ``x@.service``), or it starts with ``-`` (``journalctl -u`` would
-            read it as an option).
-    """
-    if not unit:
-        raise ValueError("the unit name is empty")
-    stem, dot, suffix = unit.rpartition(".")
-    if not (dot and suffix in UNIT_SUFFIXES):
-        unit += ".service"
-        stem, _, suffix = unit.rpartition(".")
-    bad = "".join(sorted({c for c in unit if not _UNIT_CHARS.fullmatch(c)}))
-    if bad:
-        raise ValueError(f"{unit!r} is not a systemd unit name: {bad!r} is not allowed "
-                         "(letters, digits and :-_.\\@ only)")
-    if len(unit) > _UNIT_MAX:
-        raise ValueError(f"the unit name is {len(unit)} characters long; systemd allows {_UNIT_MAX}")
-    if not stem or stem.startswith("@"):
-        raise ValueError(f"{unit!r} is not a systemd unit name: nothing before the suffix")
-    if stem.startswith("-"):
-        raise ValueError(f"{unit!r}: a unit name starting with '-' is not supported")
-    if stem.count("@") > 1:
-        raise ValueError(f"{unit!r} is not a systemd unit name: more than one '@'")
-    if stem.endswith("@"):
-        raise ValueError(f"{unit!r} is a template; name an instance, e.g. {stem}1.{suffix}")
-    return unit
 
 
 def resolve_ssh(target: str, ssh_config: Sequence[str | os.PathLike[str]] | None = None,
