@@ -14,6 +14,7 @@ The file's schema (unknown keys are errors; every value is checked before anythi
     unit_interval_s = 1.0       # systemctl show (default 1.0)
     health_interval_s = 2.0     # GET /health (default 2.0)
     gpu_interval_s = 1.0        # nvidia-smi (default 1.0)
+    read_only = false           # true: no restart/stop/kill actions (as --read-only)
 
     [defaults]                  # optional; any [[host]] key except name, applied to every host
     sudo = true
@@ -63,7 +64,7 @@ HOST_KEYS = ("name", "ssh", "unit", "engine", "port", "health_url", "sudo", "use
 #: Keys of ``[defaults]``: every host key but ``name``.
 DEFAULT_KEYS = tuple(k for k in HOST_KEYS if k != "name")
 #: Keys of ``[settings]``.
-SETTING_KEYS = ("unit_interval_s", "health_interval_s", "gpu_interval_s")
+SETTING_KEYS = ("unit_interval_s", "health_interval_s", "gpu_interval_s", "read_only")
 _TOP_KEYS = ("settings", "defaults", "host")
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -108,6 +109,8 @@ class Config:
             most 10).
         overview_hz: how often the overview takes new snapshots (real time; a glance view: 2 is
             plenty, and it keeps a flood of 32 hosts cheap).
+        read_only: the dashboard's actions (restart, stop, kill ...) are off (``[settings]
+            read_only = true``, or ``--read-only``).
         file: the configuration file that was looked for; None when the config was built in code
             (demo, tests).
         sources: host name → key (every key of :data:`HOST_KEYS`) → where the effective value came
@@ -124,6 +127,7 @@ class Config:
     gpu_interval_s: float = 1.0
     repaint_hz: float = 10.0
     overview_hz: float = 2.0
+    read_only: bool = False
     file: ConfigFile | None = None
     sources: Mapping[str, Mapping[str, str]] = field(default_factory=dict, compare=False)
     setting_sources: Mapping[str, str] = field(default_factory=dict, compare=False)
@@ -401,8 +405,8 @@ def _check(key: str, value: Any) -> Any:
     return value  # name
 
 
-def _settings(table: Any, lines: _Lines) -> tuple[dict[str, float], dict[str, str]]:
-    values: dict[str, float] = {"unit_interval_s": LIVE_UNIT_INTERVAL_S}
+def _settings(table: Any, lines: _Lines) -> tuple[dict[str, Any], dict[str, str]]:
+    values: dict[str, Any] = {"unit_interval_s": LIVE_UNIT_INTERVAL_S}
     sources = {k: "default" for k in SETTING_KEYS}
     sec: _Section = ("settings", 0)
     if not isinstance(table, dict):
@@ -410,6 +414,13 @@ def _settings(table: Any, lines: _Lines) -> tuple[dict[str, float], dict[str, st
     for key, value in table.items():
         if key not in SETTING_KEYS:
             raise ConfigError(lines.where(sec, key) + "[settings]: " + _unknown("key", key, SETTING_KEYS))
+        if key == "read_only":
+            if not isinstance(value, bool):
+                raise ConfigError(lines.where(sec, key) + f'[settings]: key "read_only" must be true or '
+                                  f"false, not {_kind(value)}")
+            values[key] = value
+            sources[key] = lines.source(sec, key)
+            continue
         if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
                 or value <= 0):
             shown = _kind(value) if not isinstance(value, (int, float)) or isinstance(value, bool) else value
