@@ -194,13 +194,17 @@ def plan(spec: HostSpec, action: str, pids: Iterable[int] = ()) -> ActionPlan:
     return ActionPlan(spec.name, spec.target, unit, action, tuple(argv))
 
 
+def truncate(text: str) -> str:
+    """``text`` if at most :data:`OUTPUT_MAX_CHARS` long, else its end with ``[N characters cut] `` before it."""
+    if len(text) <= OUTPUT_MAX_CHARS or (text.startswith("[") and " characters cut] " in text[:40]):
+        return text
+    cut = len(text) - OUTPUT_MAX_CHARS
+    return f"[{cut} characters cut] " + text[-OUTPUT_MAX_CHARS:]
+
+
 def _output(stdout: bytes, stderr: bytes) -> str:
-    text = (stdout + (b"\n" if stdout and stderr and not stdout.endswith(b"\n") else b"") + stderr
-            ).decode("utf-8", "replace")
-    if len(text) > OUTPUT_MAX_CHARS:
-        cut = len(text) - OUTPUT_MAX_CHARS
-        text = f"[{cut} characters cut] " + text[-OUTPUT_MAX_CHARS:]
-    return text
+    return truncate((stdout + (b"\n" if stdout and stderr and not stdout.endswith(b"\n") else b"") + stderr
+                     ).decode("utf-8", "replace"))
 
 
 async def execute(plan: ActionPlan, runner: Runner, audit: AuditLog | None,
@@ -218,7 +222,7 @@ async def execute(plan: ActionPlan, runner: Runner, audit: AuditLog | None,
     try:
         done = await runner.run(list(plan.argv), timeout=timeout_s)
     except ProbeError as exc:
-        result = ActionResult(plan, "error", None, exc.message[:OUTPUT_MAX_CHARS], time.monotonic() - t0)
+        result = ActionResult(plan, "error", None, truncate(exc.message), time.monotonic() - t0)
     else:
         result = ActionResult(plan, "ok" if done.returncode == 0 else "failed", done.returncode,
                               _output(done.stdout, done.stderr), time.monotonic() - t0)
@@ -274,7 +278,7 @@ class AuditLog:
             user = str(os.getuid())
         rec: dict = {"time": iso_time(self.now()), "user": user, "host": plan.host, "target": plan.target,
                      "unit": plan.unit, "action": plan.action, "command": plan.shown, "outcome": outcome,
-                     "exit_status": exit_status, "output": output[-OUTPUT_MAX_CHARS:],
+                     "exit_status": exit_status, "output": truncate(output),
                      "duration_s": None if duration_s is None else round(duration_s, 3)}
         if plan.pids:
             rec["pids"] = list(plan.pids)
@@ -285,7 +289,7 @@ class AuditLog:
         """Append a line for an action that was refused before it could be planned."""
         rec = {"time": iso_time(self.now()), "host": spec.name, "target": spec.target, "unit": spec.unit,
                "action": action, "command": None, "outcome": "refused", "exit_status": None,
-               "output": reason[:OUTPUT_MAX_CHARS], "duration_s": None}
+               "output": truncate(reason), "duration_s": None}
         self.write(rec)
         return rec
 
