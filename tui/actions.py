@@ -18,6 +18,7 @@ Keys (card on the overview, or the detail screen): ``r`` restart, ``s`` stop, ``
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 from textual import on
@@ -184,7 +185,7 @@ class ActionController:
             if action == "safe_restart":
                 plans = [plan(spec, "stop"), plan(spec, "start")]
             elif action == "kill_pids":
-                orphans = orphan_pids(watcher.state())
+                orphans = orphan_pids(watcher.state())  # the same list is shown and killed
                 if not orphans:
                     self.app.notify(f"{host}: no process holds GPU memory outside {spec.unit}",
                                     markup=False)
@@ -205,8 +206,7 @@ class ActionController:
                      f"3. {start.shown}"]
             title = f"safe restart of {spec.unit} on {host}?"
         elif action == "kill_pids":
-            lines = [f"{pid}  {name}  {mem if mem is not None else '?'} MiB"
-                     for pid, name, mem in orphan_pids(watcher.state())]
+            lines = [f"{pid}  {name}  {mem if mem is not None else '?'} MiB" for pid, name, mem in orphans]
             lines = ["processes holding GPU memory outside the unit (pid, command, memory):", *lines, "",
                      plans[0].shown]
             title = f"kill {len(plans[0].pids)} process(es) on {host}?"
@@ -303,6 +303,11 @@ class ActionController:
             self._tell(result)
             if screen.is_attached:
                 screen.dismiss(None)
+        except asyncio.CancelledError:  # Cancel on the progress screen
+            self._audit(start, "cancelled", "safe restart cancelled by the operator; the unit stays stopped")
+            self.app.notify(f"{host}: safe restart cancelled: {spec.unit} may stay stopped",
+                            severity="warning", markup=False)
+            raise
         finally:
             self.busy.discard(host)
 
