@@ -106,13 +106,13 @@ def test_config_prints_every_value_and_its_source(hosts_file: Path, capsys) -> N
     assert lines[i + 1].split() == ["name", "10.0.0.5", "default:", "the", "host", "part", "of", "ssh"]
     assert lines[i + 8].split() == ["user_unit", "false", "default"]
     i = lines.index("settings")
-    assert [line.split() for line in lines[i + 1:i + 4]] == [
+    assert [line.split() for line in lines[i + 1:i + 5]] == [
         ["unit_interval_s", "1.0", "default"], ["health_interval_s", "3.0", f"{f}:2"],
-        ["gpu_interval_s", "1.0", "default"]]
+        ["gpu_interval_s", "1.0", "default"], ["read_only", "false", "default"]]
     # aligned: every value starts in the same column
     rows = [line for line in lines if line.startswith("  ") and not line.startswith("  chosen")][1:]
     cols = {line.index(line.split()[1], len(line.split()[0]) + 2) for line in rows if line.split()[0] != "(connects"}
-    assert len(rows) == 25 and cols == {len("  health_interval_s  ")}
+    assert len(rows) == 26 and cols == {len("  health_interval_s  ")}
 
 
 def test_config_with_env_and_quick_forms(hosts_file: Path, capsys, monkeypatch) -> None:

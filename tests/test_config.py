@@ -89,7 +89,7 @@ def test_provenance_names_file_lines_defaults_and_derived_values(tmp_path: Path)
     assert (two["ssh"], two["engine"], two["sudo"], two["backlog"]) == (
         f"{path}:15", f"{path}:17", f"{path}:19", f"{path}:20")
     assert cfg.setting_sources == {"unit_interval_s": "default", "health_interval_s": f"{path}:3",
-                                   "gpu_interval_s": f"{path}:4"}
+                                   "gpu_interval_s": f"{path}:4", "read_only": "default"}
 
 
 def test_home_is_shown_as_tilde(tmp_path: Path) -> None:

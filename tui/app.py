@@ -17,10 +17,12 @@ from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, WorkerState
 
+from probes.actions import AuditLog
 from probes.clock import Clock, WallClock
 from probes.gpu import NvmlSource
 from probes.runner import Runner
 from probes.watch import HostSpec, HostWatcher
+from tui.actions import ActionController
 from tui.config import Config
 from tui.screens import DetailScreen, HelpScreen, OverviewScreen
 
@@ -40,7 +42,8 @@ class UpwatchApp(App[None]):
 
     def __init__(self, config: Config, runner_factory: RunnerFactory, clock: Clock | None = None,
                  *, start_watchers: bool = True,
-                 gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None = None) -> None:
+                 gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None = None,
+                 read_only: bool | None = None, audit: AuditLog | None | str = "default") -> None:
         super().__init__()
         self.config = config
         self.clock = clock or WallClock()
@@ -57,6 +60,9 @@ class UpwatchApp(App[None]):
         self._last_flush = 0.0
         self._start_watchers = start_watchers
         self.repaints = 0
+        self.actions = ActionController(
+            self, AuditLog() if audit == "default" else audit,  # type: ignore[arg-type]
+            read_only=config.read_only if read_only is None else read_only)
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -138,6 +144,10 @@ class UpwatchApp(App[None]):
         self._dirty.update(self.watchers)
         self.push_screen(DetailScreen(self.watchers[host]))
 
+    def request_action(self, host: str, action: str) -> None:
+        """An action key for ``host`` (see :mod:`tui.actions`): confirm, run, notify."""
+        self.actions.request(host, action)
+
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
 
@@ -147,7 +157,8 @@ class UpwatchApp(App[None]):
 
 def make_app(config: Config, runner_factory: RunnerFactory, clock: Clock | None = None,
              *, start_watchers: bool = True,
-             gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None = None) -> UpwatchApp:
+             gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None = None,
+             read_only: bool | None = None, audit: AuditLog | None | str = "default") -> UpwatchApp:
     """Build the dashboard for the CLI, the tests and the screenshot script alike.
 
     Args:
@@ -156,6 +167,9 @@ def make_app(config: Config, runner_factory: RunnerFactory, clock: Clock | None 
         clock: the clock (default: wall time); the demo passes a sped-up one, tests a manual one.
         start_watchers: False leaves the probes stopped (tests that drive watchers themselves).
         gpu_source_factory: a local GPU source per host (NVML for ``ssh = "local"``), or None.
+        read_only: refuse every action (restart, stop, kill ...); None: ``config.read_only``.
+        audit: the actions' audit log: ``"default"`` (``audit.jsonl`` in the user data folder,
+            ``$UPWATCH_DATA_DIR`` overrides), an :class:`~probes.actions.AuditLog`, or None (none).
     """
     return UpwatchApp(config, runner_factory, clock, start_watchers=start_watchers,
-                      gpu_source_factory=gpu_source_factory)
+                      gpu_source_factory=gpu_source_factory, read_only=read_only, audit=audit)

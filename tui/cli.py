@@ -85,7 +85,7 @@ def build_dashboard_parser() -> argparse.ArgumentParser:
     parser or :func:`build_parser` by the first word that is not an option.)
     """
     parser = argparse.ArgumentParser(
-        prog="upwatch", usage="%(prog)s [-h] [--version] [--demo [--speed N]] [--config PATH] [HOST ...]\n"
+        prog="upwatch", usage="%(prog)s [-h] [--version] [--demo [--speed N]] [--config PATH] [--read-only] [HOST ...]\n"
                               "       %(prog)s {replay,config,status} ...",
         description=textwrap.fill(_DESCRIPTION, 78), formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=f"{_WHERE}\n{_QUICK}\n\n"
@@ -96,6 +96,9 @@ def build_dashboard_parser() -> argparse.ArgumentParser:
                "  (upwatch COMMAND --help for more)",
     )
     _add_common(parser)
+    parser.add_argument("--read-only", action="store_true",
+                        help="no actions: the restart/stop/start/kill keys only say they are off "
+                             "(also [settings] read_only = true)")
     _add_hosts(parser, "a quick form [user@]host[:port]/unit, or the name of a configured host")
     return parser
 
@@ -258,6 +261,10 @@ def _dashboard(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     config = select_hosts(args.hosts, args.config)
     if not config.hosts:
         return _no_hosts(parser, config)
+    if args.read_only:
+        from dataclasses import replace
+
+        config = replace(config, read_only=True)
     from tui.live import make_live_app
 
     make_live_app(config).run()
@@ -319,6 +326,8 @@ def format_config(config: Config, *, quick: bool = False) -> str:
     rows.append(("settings", "", ""))
     for key in ("unit_interval_s", "health_interval_s", "gpu_interval_s"):
         rows.append((f"  {key}", f"{getattr(config, key)}", config.setting_sources.get(key, "default")))
+    rows.append(("  read_only", "true" if config.read_only else "false",
+                 config.setting_sources.get("read_only", "default")))
     w0 = max(len(r[0]) for r in rows if r[1])
     w1 = max(len(r[1]) for r in rows if r[1])
     for a, b, c in rows:
@@ -359,7 +368,7 @@ def _speed(text: str) -> float:
 def _demo(args: argparse.Namespace) -> int:
     from tui.demo_app import make_demo_app
 
-    make_demo_app(speed=args.speed).run()
+    make_demo_app(speed=args.speed, read_only=args.read_only).run()
     return EXIT_OK
 
 

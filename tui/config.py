@@ -14,6 +14,7 @@ The file's schema (unknown keys are errors; every value is checked before anythi
     unit_interval_s = 1.0       # systemctl show (default 1.0)
     health_interval_s = 2.0     # GET /health (default 2.0)
     gpu_interval_s = 1.0        # nvidia-smi (default 1.0)
+    read_only = false           # true: no restart/stop/kill actions (as --read-only)
 
     [defaults]                  # optional; any [[host]] key except name, applied to every host
     sudo = true
@@ -49,6 +50,7 @@ from typing import Any
 
 from probes.engines import ENGINES
 from probes.ssh import parse_target
+from probes.unitname import UNIT_SUFFIXES, normalize_unit  # noqa: F401 (re-exported)
 from probes.watch import HostSpec, health_target
 
 #: The environment variable naming the configuration file.
@@ -65,14 +67,9 @@ HOST_KEYS = ("name", "ssh", "unit", "engine", "port", "health_url", "sudo", "use
 #: Keys of ``[defaults]``: every host key but ``name``.
 DEFAULT_KEYS = tuple(k for k in HOST_KEYS if k != "name")
 #: Keys of ``[settings]``.
-SETTING_KEYS = ("unit_interval_s", "health_interval_s", "gpu_interval_s")
+SETTING_KEYS = ("unit_interval_s", "health_interval_s", "gpu_interval_s", "read_only")
 _TOP_KEYS = ("settings", "defaults", "host")
 
-#: systemd's unit type suffixes (systemd.unit(5)).
-UNIT_SUFFIXES = ("service", "socket", "device", "mount", "automount", "swap", "target", "path",
-                 "timer", "slice", "scope")
-_UNIT_CHARS = re.compile(r"[A-Za-z0-9:\-_.\\@]+")
-_UNIT_MAX = 255
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -115,6 +112,8 @@ class Config:
             most 10).
         overview_hz: how often the overview takes new snapshots (real time; a glance view: 2 is
             plenty, and it keeps a flood of 32 hosts cheap).
+        read_only: the dashboard's actions (restart, stop, kill ...) are off (``[settings]
+            read_only = true``, or ``--read-only``).
         file: the configuration file that was looked for; None when the config was built in code
             (demo, tests).
         sources: host name → key (every key of :data:`HOST_KEYS`) → where the effective value came
@@ -131,6 +130,7 @@ class Config:
     gpu_interval_s: float = 1.0
     repaint_hz: float = 10.0
     overview_hz: float = 2.0
+    read_only: bool = False
     file: ConfigFile | None = None
     sources: Mapping[str, Mapping[str, str]] = field(default_factory=dict, compare=False)
     setting_sources: Mapping[str, str] = field(default_factory=dict, compare=False)
@@ -254,38 +254,6 @@ def looks_like_quick_form(arg: str) -> bool:
     """True when a command-line HOST argument is a quick form (it holds a ``/``) rather than the
     name of a configured host."""
     return "/" in arg
-
-
-def normalize_unit(unit: str) -> str:
-    """``unit`` with ``.service`` appended when it has no systemd unit suffix (:data:`UNIT_SUFFIXES`).
-
-    Raises:
-        ValueError: the result is not a valid systemd unit name (systemd.unit(5): letters, digits
-            and ``:-_.\\@``, at most 255 characters, a prefix before the suffix, at most one ``@``,
-            not a template like ``x@.service``), or it starts with ``-`` (``journalctl -u`` would
-            read it as an option).
-    """
-    if not unit:
-        raise ValueError("the unit name is empty")
-    stem, dot, suffix = unit.rpartition(".")
-    if not (dot and suffix in UNIT_SUFFIXES):
-        unit += ".service"
-        stem, _, suffix = unit.rpartition(".")
-    bad = "".join(sorted({c for c in unit if not _UNIT_CHARS.fullmatch(c)}))
-    if bad:
-        raise ValueError(f"{unit!r} is not a systemd unit name: {bad!r} is not allowed "
-                         "(letters, digits and :-_.\\@ only)")
-    if len(unit) > _UNIT_MAX:
-        raise ValueError(f"the unit name is {len(unit)} characters long; systemd allows {_UNIT_MAX}")
-    if not stem or stem.startswith("@"):
-        raise ValueError(f"{unit!r} is not a systemd unit name: nothing before the suffix")
-    if stem.startswith("-"):
-        raise ValueError(f"{unit!r}: a unit name starting with '-' is not supported")
-    if stem.count("@") > 1:
-        raise ValueError(f"{unit!r} is not a systemd unit name: more than one '@'")
-    if stem.endswith("@"):
-        raise ValueError(f"{unit!r} is a template; name an instance, e.g. {stem}1.{suffix}")
-    return unit
 
 
 def resolve_ssh(target: str, ssh_config: Sequence[str | os.PathLike[str]] | None = None,
@@ -452,8 +420,8 @@ def _check(key: str, value: Any) -> Any:
     return value  # name
 
 
-def _settings(table: Any, lines: _Lines) -> tuple[dict[str, float], dict[str, str]]:
-    values: dict[str, float] = {"unit_interval_s": LIVE_UNIT_INTERVAL_S}
+def _settings(table: Any, lines: _Lines) -> tuple[dict[str, Any], dict[str, str]]:
+    values: dict[str, Any] = {"unit_interval_s": LIVE_UNIT_INTERVAL_S}
     sources = {k: "default" for k in SETTING_KEYS}
     sec: _Section = ("settings", 0)
     if not isinstance(table, dict):
@@ -461,6 +429,13 @@ def _settings(table: Any, lines: _Lines) -> tuple[dict[str, float], dict[str, st
     for key, value in table.items():
         if key not in SETTING_KEYS:
             raise ConfigError(lines.where(sec, key) + "[settings]: " + _unknown("key", key, SETTING_KEYS))
+        if key == "read_only":
+            if not isinstance(value, bool):
+                raise ConfigError(lines.where(sec, key) + f'[settings]: key "read_only" must be true or '
+                                  f"false, not {_kind(value)}")
+            values[key] = value
+            sources[key] = lines.source(sec, key)
+            continue
         if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
                 or value <= 0):
             shown = _kind(value) if not isinstance(value, (int, float)) or isinstance(value, bool) else value

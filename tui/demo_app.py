@@ -10,7 +10,8 @@ from tui.config import Config
 from tui.demo import demo_scenarios
 
 
-def make_demo_app(speed: float = 10.0, clock: Clock | None = None, start: float | None = None) -> UpwatchApp:
+def make_demo_app(speed: float = 10.0, clock: Clock | None = None, start: float | None = None,
+                  read_only: bool = False) -> UpwatchApp:
     """The demo app: the scenarios of :func:`tui.demo.demo_scenarios`, each behind a
     :class:`~probes.replay.ReplayRunner`, on a clock running ``speed`` times faster than real.
 
@@ -18,13 +19,16 @@ def make_demo_app(speed: float = 10.0, clock: Clock | None = None, start: float 
         speed: clock seconds per real second (ignored when ``clock`` is given).
         clock: an explicit clock (tests pass a :class:`~probes.clock.ManualClock`).
         start: the scenarios' start time, epoch seconds (default: the clock's now).
+        read_only: the actions are off. (They are on otherwise, against the simulated hosts, and
+            not written to the audit log.)
     """
     clock = clock or ScaledClock(speed)
     t0 = clock.now() if start is None else start
     scenarios = {s.host: s for s in demo_scenarios(t0)}
     config = Config(hosts=tuple(HostSpec(s.host, s.unit, s.port, s.engine) for s in scenarios.values()),
                     title="upwatch demo")
-    return make_app(config, lambda spec: ReplayRunner(scenarios[spec.name], clock, start=t0), clock)
+    return make_app(config, lambda spec: ReplayRunner(scenarios[spec.name], clock, start=t0), clock,
+                    read_only=read_only, audit=None)
 
 
 async def advance_demo(app: UpwatchApp, clock, pilot, seconds: float, *, host: str | None = None,

@@ -15,6 +15,7 @@ from textual.widgets import Footer, Header, Input, Static
 from probes.state import HostState
 from probes.verdict import HEADLINES, headline
 from probes.watch import HostWatcher
+from tui.actions import ACTION_BINDINGS
 from widgets.detail import GpuHistory, PhaseTimeline, UnitPanel
 from widgets.host_card import HostCard
 from widgets.log_pane import LogPane
@@ -30,6 +31,15 @@ Overview
   ?                this help
   t                light / dark theme
   q, ctrl+c        quit
+
+Actions (focused card, or the detail screen; each asks first,
+showing the exact command; escape or n cancels; off with --read-only)
+  r                restart the unit
+  s                stop the unit
+  S                start the unit
+  k                SIGKILL every process of the unit
+  K                SIGKILL processes holding GPU memory outside the unit
+  R                safe restart: stop, wait for free GPUs, start
 
 Detail screen
   /                filter the log (enter keeps it, escape clears it)
@@ -75,9 +85,8 @@ class OverviewScreen(Screen[None]):
 
     # Arrow keys move between cards in the grid's own layout (CardGrid's bindings).
     BINDINGS = [
-        Binding("j", "move(1)", "Next", show=False),
-        Binding("k", "move(-1)", "Prev", show=False),
         Binding("enter", "open", "Details"),
+        *ACTION_BINDINGS,
     ]
 
     def __init__(self, hosts: list[str]) -> None:
@@ -135,6 +144,17 @@ class OverviewScreen(Screen[None]):
         if isinstance(focused, HostCard):
             self.app.open_detail(focused.state.host)  # type: ignore[attr-defined]
 
+    def action_unit_action(self, action: str) -> None:
+        """An action key: it acts on the focused card's host."""
+        focused = self.focused
+        if not isinstance(focused, HostCard):
+            cards = self._cards()
+            if len(cards) != 1:
+                self.app.notify("focus a host card first (arrows or tab)", markup=False)
+                return
+            focused = cards[0]
+        self.app.request_action(focused.state.host, action)  # type: ignore[attr-defined]
+
     def on_host_card_selected(self, message: HostCard.Selected) -> None:
         self.app.open_detail(message.host)  # type: ignore[attr-defined]
 
@@ -159,6 +179,7 @@ class DetailScreen(Screen[None]):
         Binding("N", "prev_match", "Prev match", key_display="N"),
         Binding("e", "error", "Error"),
         Binding("f", "follow", "Follow"),
+        *ACTION_BINDINGS,
     ]
 
     def __init__(self, watcher: HostWatcher) -> None:
@@ -275,6 +296,10 @@ class DetailScreen(Screen[None]):
             self._say("the error line is older than the lines kept")
         else:
             self._say(f"error line {err.line}: {err.cause}")
+
+    def action_unit_action(self, action: str) -> None:
+        """An action key: it acts on this screen's host."""
+        self.app.request_action(self.watcher.name, action)  # type: ignore[attr-defined]
 
     def action_follow(self) -> None:
         self.log_pane.follow = not self.log_pane.follow
