@@ -287,6 +287,8 @@ class HostState:
         stale_since: when the host stopped answering (all its data is old), or None.
         reconnect_attempt: failed connection attempts in a row while stale (0 when none yet).
         failed_starts: the restart loop's failed starts since the last ready (oldest first).
+        gave_up: the journal says systemd stopped restarting the unit (``Start request repeated too
+            quickly``), as the unit's ``failed`` state also does.
         restarts_seen: automatic restarts seen while watching, from ``NRestarts`` deltas (a counter
             that went down, after a manual restart, adds its new value instead of subtracting).
         gpu_changed_at: when the GPUs' total used memory last moved by 256 MiB or more, or None.
@@ -326,6 +328,7 @@ class HostState:
     stale_since: float | None = None
     reconnect_attempt: int = 0
     failed_starts: tuple[FailedStart, ...] = ()
+    gave_up: bool = False
     restarts_seen: int = 0
     gpu_changed_at: float | None = None
     health_stale: bool = False

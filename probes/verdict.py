@@ -190,7 +190,7 @@ def verdict_for(s: HostState, now: float, stall_after: Mapping[str, float] | Non
     if u is not None and u.load_state == "not-found":
         return Verdict("error", kind="not_found", sentence=f"Unit {s.unit} does not exist on this host.")
     cause = s.cause or (s.error.cause if s.error is not None else None)
-    gave_up = u is not None and u.active_state == "failed"
+    gave_up = (u is not None and u.active_state == "failed") or (s.gave_up and s.state == "failed")
     orphans = tuple(s.gpu_orphans or ())
     if s.restart_loop:
         v = _restart_loop(s, now, gave_up)

@@ -45,7 +45,8 @@ def test_vllm_restart_loop_gives_error_verdict_with_cause_and_counter():
     assert s.state == "failed" and s.restart_loop and s.cause == "cuda_oom"
     assert s.restart_counter == 3 and s.starts == 3
     assert s.verdict is not None and s.verdict.level == "error"
-    assert s.verdict.sentence == "Restart loop: 3 starts failed in 1m54s, each CUDA out of memory during init."
+    assert s.verdict.sentence == ("Restart loop: 3 starts failed in 1m54s, each CUDA out of memory during init; "
+                                  "systemd gave up (start limit): fix it, then systemctl reset-failed.")
     assert s.verdict.evidence[:3] == ("start 1: CUDA out of memory in Init at 03:21:02",
                                       "start 2: CUDA out of memory in Init at 03:21:59",
                                       "start 3: CUDA out of memory in Init at 03:22:56")
@@ -316,3 +317,10 @@ def test_a_process_past_download_with_no_gpu_memory():
     v = verdict_for(s, 1300.0)
     assert v is not None and v.kind == "no_gpu_memory"
     assert v.sentence.startswith("The process is up 5m00s, in Weight load, but no GPU holds memory")
+
+
+def test_start_request_repeated_too_quickly_says_systemd_gave_up_without_the_unit_probe():
+    m = _fold("vllm-restart-loop.jsonl", "vllm.service")  # the journal only: no systemctl show
+    s = m.state(now=1730800000.0)
+    assert s.unit_state is None and s.gave_up
+    assert s.verdict.sentence.endswith("; systemd gave up (start limit): fix it, then systemctl reset-failed.")

@@ -209,8 +209,9 @@ def _signal_name(n: int) -> str:
 
 
 class UnitPanel(_StateView):
-    """The systemd unit: active/sub state, result, restarts, main PID, memory, start time, and how
-    the main process last ended; a unit that does not exist says so plainly."""
+    """The verdict with its evidence, then the systemd unit: active/sub state, result, restarts,
+    main PID, memory, start time, and how the main process last ended; a unit that does not exist
+    says so plainly."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = _DETAIL_CLASSES
     DEFAULT_CSS = "UnitPanel { height: auto; width: 1fr; " + _DETAIL_CSS + "}"
@@ -218,7 +219,32 @@ class UnitPanel(_StateView):
     _ACTIVE = {"active": "detail--ok", "activating": "detail--current", "reloading": "detail--current",
                "deactivating": "detail--warning", "failed": "detail--error", "inactive": "detail--muted"}
 
+    _LEVEL = {"error": "detail--error", "warning": "detail--warning", "info": "detail--current", "ok": "detail--ok"}
+
+    def _verdict(self, state: HostState, width: int) -> list[Text]:
+        """The verdict, wrapped, and its evidence (one short line each, at most 6)."""
+        v = state.verdict
+        if v is None:
+            return []
+        import textwrap
+
+        style = self._style(self._LEVEL.get(v.level, "detail--muted"))
+        lines = [Text(ln, style=style, end="") for ln in textwrap.wrap(plain(v.sentence, max_chars=600),
+                                                                         max(20, width)) or [""]]
+        for ev in v.evidence[:6]:
+            lines.append(Text("  · " + plain(ev, max_chars=300), style=self._style("detail--muted"), end=""))
+        if len(v.evidence) > 6:
+            lines.append(Text(f"  · and {len(v.evidence) - 6} more", style=self._style("detail--muted"), end=""))
+        return lines
+
     def render_text(self, state: HostState, now: float | None, width: int) -> Text:
+        head = self._verdict(state, width)
+        body = self._unit_text(state, now, width)
+        if not head:
+            return body
+        return Text("\n", no_wrap=True, end="").join([*head, Text("", end=""), body])
+
+    def _unit_text(self, state: HostState, now: float | None, width: int) -> Text:
         out = Text(no_wrap=True, end="")
         label = self._style("detail--muted")
         failure = state.failure("unit")
