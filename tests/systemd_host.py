@@ -35,13 +35,13 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sshd import SYSTEM_PATH, SshdError, descendants
-from testhost import FIXTURES, QUERY_GPU_FIELDS, SHIMS, _replace, _write_script
+from testhost import FIXTURES, QUERY_GPU_FIELDS, SHIMS, FakeGpuState, _write_script
 
 SYSTEMD = "/lib/systemd/systemd"
 SSHD = "/usr/sbin/sshd"
@@ -173,7 +173,7 @@ RestartSec={restart_sec:g}
 
 
 @dataclass
-class SystemdHost:
+class SystemdHost(FakeGpuState):
     """A running systemd test host.
 
     Attributes:
@@ -300,27 +300,6 @@ class SystemdHost:
             raise SystemdHostError(f"stray {list(command)!r} did not start ({done.returncode}): "
                                    f"{done.stderr.strip()}")
         return int(done.stdout)
-
-    # --- the fake nvidia-smi (same state files as tests/testhost.py) ------------------------------------
-
-    def set_gpus(self, rows: str | Iterable[str]) -> None:
-        """Make ``nvidia-smi --query-gpu`` print ``rows`` (``QUERY_GPU_FIELDS`` order, one per GPU)."""
-        text = rows if isinstance(rows, str) else "".join(r.rstrip("\n") + "\n" for r in rows)
-        _replace(self.state / "query-gpu.csv", text.encode())
-
-    def set_gpus_from_fixture(self, name: str = "query-gpu.h100x8-sglang-tp8.loop.csv", *,
-                              sample: int = 0, gpus: int = 8) -> None:
-        """Rows ``sample*gpus`` .. ``+gpus`` of ``tests/fixtures/nvidia-smi/<name>``."""
-        lines = (FIXTURES / "nvidia-smi" / name).read_text().splitlines()
-        rows = lines[sample * gpus:(sample + 1) * gpus]
-        if len(rows) != gpus:
-            raise ValueError(f"{name} has no sample {sample} of {gpus} GPUs")
-        self.set_gpus(rows)
-
-    def set_compute_apps(self, rows: str | Iterable[str]) -> None:
-        """Make ``nvidia-smi --query-compute-apps`` print ``rows`` (may be empty)."""
-        text = rows if isinstance(rows, str) else "".join(r.rstrip("\n") + "\n" for r in rows)
-        _replace(self.state / "compute-apps.csv", text.encode())
 
     # --- teardown ----------------------------------------------------------------------------------------
 

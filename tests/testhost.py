@@ -252,8 +252,37 @@ def export_entry(fields: Mapping[str, str | bytes]) -> bytes:
     return bytes(out + b"\n")
 
 
+class FakeGpuState:
+    """The fake ``nvidia-smi``'s state files, shared by :class:`TestHost` and the real-systemd
+    host of ``tests/systemd_host.py`` (both have a ``state`` folder the shim reads)."""
+
+    state: Path
+
+    def set_gpus(self, rows: str | Iterable[str]) -> None:
+        """Make ``nvidia-smi --query-gpu`` print ``rows`` (CSV lines, ``QUERY_GPU_FIELDS`` order,
+        one per GPU); takes effect at a looping shim's next sample."""
+        text = rows if isinstance(rows, str) else "".join(r.rstrip("\n") + "\n" for r in rows)
+        _replace(self.state / "query-gpu.csv", text.encode())
+
+    def set_gpus_from_fixture(self, name: str = "query-gpu.h100x8-sglang-tp8.loop.csv", *,
+                              sample: int = 0, gpus: int = 8) -> None:
+        """Rows ``sample*gpus`` .. ``+gpus`` of ``tests/fixtures/nvidia-smi/<name>``: one sample of
+        every GPU (the loop fixture holds 24 samples of 8 GPUs)."""
+        lines = (FIXTURES / "nvidia-smi" / name).read_text().splitlines()
+        rows = lines[sample * gpus:(sample + 1) * gpus]
+        if len(rows) != gpus:
+            raise ValueError(f"{name} has no sample {sample} of {gpus} GPUs")
+        self.set_gpus(rows)
+
+    def set_compute_apps(self, rows: str | Iterable[str]) -> None:
+        """Make ``nvidia-smi --query-compute-apps`` print ``rows`` (may be empty)."""
+        text = rows if isinstance(rows, str) else "".join(r.rstrip("\n") + "\n" for r in rows)
+        _replace(self.state / "compute-apps.csv", text.encode())
+
+
+
 @dataclass
-class TestHost:
+class TestHost(FakeGpuState):
     """A running fake GPU host; make it with :func:`start_testhost`, end it with :meth:`stop`.
 
     Attributes:
@@ -322,27 +351,6 @@ class TestHost:
             return
         src = Path(fixture) if "/" in str(fixture) else FIXTURES / "systemctl-show" / str(fixture)
         _replace(dest, src.read_bytes())
-
-    def set_gpus(self, rows: str | Iterable[str]) -> None:
-        """Make ``nvidia-smi --query-gpu`` print ``rows`` (CSV lines, ``QUERY_GPU_FIELDS`` order,
-        one per GPU); takes effect at a looping shim's next sample."""
-        text = rows if isinstance(rows, str) else "".join(r.rstrip("\n") + "\n" for r in rows)
-        _replace(self.state / "query-gpu.csv", text.encode())
-
-    def set_gpus_from_fixture(self, name: str = "query-gpu.h100x8-sglang-tp8.loop.csv", *,
-                              sample: int = 0, gpus: int = 8) -> None:
-        """Rows ``sample*gpus`` .. ``+gpus`` of ``tests/fixtures/nvidia-smi/<name>``: one sample of
-        every GPU (the loop fixture holds 24 samples of 8 GPUs)."""
-        lines = (FIXTURES / "nvidia-smi" / name).read_text().splitlines()
-        rows = lines[sample * gpus:(sample + 1) * gpus]
-        if len(rows) != gpus:
-            raise ValueError(f"{name} has no sample {sample} of {gpus} GPUs")
-        self.set_gpus(rows)
-
-    def set_compute_apps(self, rows: str | Iterable[str]) -> None:
-        """Make ``nvidia-smi --query-compute-apps`` print ``rows`` (may be empty)."""
-        text = rows if isinstance(rows, str) else "".join(r.rstrip("\n") + "\n" for r in rows)
-        _replace(self.state / "compute-apps.csv", text.encode())
 
     def set_nvidia_error(self, fixture: str | None, rc: int | None = None) -> None:
         """Make every nvidia-smi call print ``tests/fixtures/nvidia-smi/<fixture>`` and exit ``rc``
