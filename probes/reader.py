@@ -517,6 +517,12 @@ class StartupReader:
 
     def _new_start(self) -> _Start:
         old = self._start
+        if self._gave_up and old.evidence:
+            # A start after systemd gave up was asked for by hand (reset-failed, start): the loop
+            # before it is history, and "gave up" is no longer true.
+            self._gave_up = False
+            self._streak = 0
+            self._streak_starts = []
         if old.evidence:
             self._starts += 1
             if old.ready:

@@ -116,7 +116,7 @@ def _orphan_words(orphans) -> tuple[str, list[str]]:
     evidence = [f"PID {o.pid} {o.command[:80]}: {o.mem_mib if o.mem_mib is not None else '?'} MiB"
                 + (f" on GPU {o.gpu_index}" if o.gpu_index is not None else "") for o in orphans]
     n = len(orphans)
-    return f"{n} process{'es' if n != 1 else ''} outside the unit hold{'s' if n == 1 else ''} {total} MiB of GPU memory (PID {pids})", evidence
+    return f"{n} process{'es' if n != 1 else ''} hold{'s' if n == 1 else ''} {total} MiB (PID {pids})", evidence
 
 
 def _restart_loop(s: HostState, now: float, gave_up: bool) -> Verdict:
@@ -190,7 +190,8 @@ def verdict_for(s: HostState, now: float, stall_after: Mapping[str, float] | Non
     if u is not None and u.load_state == "not-found":
         return Verdict("error", kind="not_found", sentence=f"Unit {s.unit} does not exist on this host.")
     cause = s.cause or (s.error.cause if s.error is not None else None)
-    gave_up = (u is not None and u.active_state == "failed") or (s.gave_up and s.state == "failed")
+    # systemd's own state says whether it gave up; the journal's line only when the unit is unknown.
+    gave_up = u.active_state == "failed" if u is not None else (s.gave_up and s.state == "failed")
     orphans = tuple(s.gpu_orphans or ())
     if s.restart_loop:
         v = _restart_loop(s, now, gave_up)

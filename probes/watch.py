@@ -340,14 +340,20 @@ class HostWatcher:
 
     async def _journal_since(self) -> float | None:
         """When the current start began (for ``--since`` on first connect): the unit's
-        ``InactiveExitTimestamp`` (the activation's beginning, kept across automatic restarts, so
-        a restart loop is read whole), else ``ExecMainStartTimestamp``; None when unknown."""
+        ``InactiveExitTimestamp`` (the activation's beginning), else ``ExecMainStartTimestamp``;
+        None when unknown, and None in a restart loop (``NRestarts`` above 0, auto-restart, or
+        failed), where the ``backlog`` is read so the loop's earlier starts are seen."""
         try:
             await asyncio.wait_for(self._unit_seen.wait(), timeout=10.0)
         except TimeoutError:
             return None
         u = self.model._unit
         if u is None or u.load_state == "not-found":
+            return None
+        if u.n_restarts or u.sub_state == "auto-restart" or u.active_state == "failed":
+            # A restart loop: every automatic restart passes through "inactive" (systemd 252,
+            # measured), so InactiveExitTimestamp is only the last start. Read the backlog instead,
+            # which holds the loop's earlier starts.
             return None
         t = u.inactive_exit_at or u.started_at
         return t - 1.0 if t is not None else None  # timestamps are printed in whole seconds
@@ -556,12 +562,14 @@ class HostWatcher:
         u = self.model._unit
         if not apps:
             return ()
-        if u is None or not u.control_group:
+        if u is None or u.load_state == "not-found":
             return None
-        done = await self.runner.run(["sh", "-c", CGROUP_PIDS_SCRIPT, "sh", u.control_group], timeout=30.0)
-        if done.returncode != 0:
-            return None
-        inside = {int(w) for w in done.stdout.split() if w.isdigit()}
+        inside: set[int] = set()
+        if u.control_group:  # empty: the unit has no process at all (inactive, failed)
+            done = await self.runner.run(["sh", "-c", CGROUP_PIDS_SCRIPT, "sh", u.control_group], timeout=30.0)
+            if done.returncode != 0:
+                return None
+            inside = {int(w) for w in done.stdout.split() if w.isdigit()}
         outside = [a for a in apps if a.pid not in inside]
         if not outside:
             return ()
@@ -572,7 +580,9 @@ class HostWatcher:
             head, _, args = line.strip().partition(" ")
             if head.isdigit():
                 commands[int(head)] = args.strip()
-        return tuple(GpuOrphan(a.pid, commands.get(a.pid) or a.name, a.mem_mib, a.gpu_index) for a in outside)
+        # A PID that ps does not know is gone (nvidia-smi's list lags): never name it, so nothing
+        # can kill an unrelated process that gets the number next.
+        return tuple(GpuOrphan(a.pid, commands[a.pid], a.mem_mib, a.gpu_index) for a in outside if a.pid in commands)
 
     async def _health(self) -> None:
         import httpx

@@ -107,7 +107,42 @@ async def test_gpu_memory_held_outside_the_unit_names_the_process(systemd_host: 
         assert (o.pid, o.command, o.mem_mib, o.gpu_index) == (stray, "sleep 300", 1536, 7)
         v = s.verdict
         assert v is not None and (v.level, v.kind) == ("warning", "gpu_orphans")
-        assert v.sentence == f"GPU memory held outside the unit: 1 process outside the unit holds 1536 MiB of GPU memory (PID {stray})."
+        assert v.sentence == f"GPU memory held outside the unit: 1 process holds 1536 MiB (PID {stray})."
         assert v.evidence == (f"PID {stray} sleep 300: 1536 MiB on GPU 7",)
+    finally:
+        await w.stop()
+
+
+async def test_a_loop_that_ended_before_upwatch_connected_is_read_whole(systemd_host: SystemdHost) -> None:
+    # Every automatic restart passes through "inactive": InactiveExitTimestamp is the last start
+    # only, so the first connect must read the backlog to see the loop's earlier starts.
+    systemd_host.add_unit("gone.service", llm_unit(
+        "sglang-ok-01.log", port=30006, crash_at="Load weight begin", crash_line=OOM_LINE, restart_sec=0.1,
+        start_limit_interval_s=60, start_limit_burst=3), start=True)
+    await until("systemd gave up", lambda: systemd_host.show("gone.service", "ActiveState")["ActiveState"] == "failed", 30)
+    stray = systemd_host.start_stray(["sleep", "300"])
+    systemd_host.set_gpus_from_fixture()
+    systemd_host.set_compute_apps([f"{stray}, [Not Found], 4096, GPU-00000000-0000-0000-0000-0000000000a3",
+                                   "999999, VLLM::Worker_TP0, 100, GPU-00000000-0000-0000-0000-0000000000a3"])
+    w = watcher(systemd_host, "gone.service", engine="sglang")
+    try:
+        s = await until("the whole loop and the orphan", lambda: (st := w.state()).restart_loop
+                        and st.gpu_orphans is not None and st.unit_state is not None and st, 30)
+        # StartLimitBurst=3: three starts ran; the fourth was refused ("Start request repeated too
+        # quickly") though NRestarts counted it.
+        assert len(s.failed_starts) == 3 and s.unit_state.n_restarts == 3
+        v = s.verdict
+        assert v is not None and v.sentence.startswith("Restart loop: 3 starts failed in ")
+        assert "each CUDA out of memory during weight load; systemd gave up (start limit)" in v.sentence
+        # The unit has no process: whatever holds GPU memory is outside it. 999999 is gone (ps
+        # does not know it), so it is not named: nothing may kill its number's next owner.
+        assert [(o.pid, o.command, o.mem_mib) for o in s.gpu_orphans] == [(stray, "sleep 300", 4096)]
+        assert v.sentence.endswith(f"; 1 process holds 4096 MiB (PID {stray}).")
+        # Started again by hand: systemd has not given up on this try.
+        assert systemd_host.systemctl("reset-failed", "gone.service").returncode == 0
+        assert systemd_host.systemctl("start", "gone.service").returncode == 0
+        s = await until("the new try seen", lambda: (st := w.state()).unit_state is not None
+                        and st.unit_state.active_state != "failed" and st.verdict is not None and st, 15)
+        assert "gave up" not in s.verdict.sentence
     finally:
         await w.stop()

@@ -185,10 +185,13 @@ class ActionController:
             if action == "safe_restart":
                 plans = [plan(spec, "stop"), plan(spec, "start")]
             elif action == "kill_pids":
-                orphans = orphan_pids(watcher.state())  # the same list is shown and killed
+                state = watcher.state()
+                orphans = orphan_pids(state)  # the same list is shown and killed
                 if not orphans:
-                    self.app.notify(f"{host}: no process holds GPU memory outside {spec.unit}",
-                                    markup=False)
+                    why = (f"no process holds GPU memory outside {spec.unit}" if state.gpu_orphans is not None
+                           else f"not known which processes hold GPU memory outside {spec.unit} "
+                                "(no GPU process list yet, or the unit's cgroup could not be read)")
+                    self.app.notify(f"{host}: {why}", markup=False)
                     return
                 plans = [plan(spec, "kill_pids", [pid for pid, _, _ in orphans])]
             else:
