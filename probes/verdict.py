@@ -31,11 +31,12 @@ CAUSE_WORDS = {
     "start_limit": "start limit hit", "engine_died": "engine process died", "unknown": "an error",
 }
 
-#: Seconds without a new log line after which a loading start counts as stalled, per phase.
-#: Weight loading and downloads print bars often; graph capture prints a bar per batch; init can
-#: be a long silent JIT build.
-STALL_AFTER_S = {"starting": 300.0, "download": 300.0, "weights": 300.0, "init": 600.0,
-                 "graph_capture": 180.0, "warmup": 300.0}
+#: Seconds without a new log line (and without a GPU memory change) after which a loading start
+#: counts as stalled, per phase: 120 s everywhere by default; hosts override it per phase
+#: (``stall_after_s`` in hosts.toml). Any log line counts as progress, so the long JIT builds and
+#: the graph capture's per-batch bars keep a start from looking hung.
+STALL_AFTER_S = {"starting": 120.0, "download": 120.0, "weights": 120.0, "init": 120.0,
+                 "graph_capture": 120.0, "warmup": 120.0}
 
 
 def fmt_span(seconds: float) -> str:

@@ -348,7 +348,7 @@ def _shown(spec: HostSpec, key: str) -> str:
         return "(detected from the log)" if key == "engine" else "-"
     if key == "stall_after_s":
         if not value:
-            return "(per phase: 300 s, init 600 s, graph capture 180 s)"
+            return "120 s in every phase"
         return ", ".join(f"{p} {v:g} s" for p, v in value)
     if isinstance(value, bool):
         return "true" if value else "false"
