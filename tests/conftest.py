@@ -25,6 +25,15 @@ def log_cases() -> list[Path]:
                   for p in (q.with_name(q.name.replace(".expected.json", "")) for q in d.glob("*.expected.json")))
 
 
+@pytest.fixture(autouse=True)
+def _own_data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test keeps its audit log and history in a folder of its own ($UPWATCH_DATA_DIR),
+    never in the user's data folder."""
+    folder = tmp_path_factory.mktemp("upwatch-data")
+    monkeypatch.setenv("UPWATCH_DATA_DIR", str(folder))
+    return folder
+
+
 # --- real test hosts (tests/testhost.py, tests/netns.py) ------------------------------------------
 
 
