@@ -42,9 +42,12 @@ EXIT_UNREADABLE = 2
 EXIT_USAGE = 2
 #: ``upwatch status``: a host could not be reached (returned by :func:`tui.status.run_status`).
 EXIT_UNREACHABLE = 4
+#: ``upwatch wait``'s status for bad arguments or configuration (sysexits' EX_USAGE): its 2 means
+#: "restart loop".
+EXIT_WAIT_USAGE = 64
 
 #: The subcommands; the first word of argv that is not an option picks one (see :func:`main`).
-COMMANDS = ("replay", "config", "status")
+COMMANDS = ("replay", "config", "status", "wait")
 
 _WHERE = ("The hosts come from hosts.toml in the user's config folder (~/.config/upwatch/hosts.toml\n"
           "on Linux), or the file named by $UPWATCH_CONFIG, or by --config PATH.")
@@ -142,13 +145,41 @@ def build_parser() -> argparse.ArgumentParser:
         description="Look at each host once (unit, log, GPUs, health) and print one summary per host.\n\n"
                     f"{_WHERE}\n{_QUICK}\n\n"
                     "Exit status: 0 every host answered, 4 at least one host could not be reached,\n"
-                    "2 bad configuration or arguments (e.g. a HOST name that is not configured).",
+                    "2 bad configuration or arguments (e.g. a HOST name that is not configured).\n\n"
+                    "--watch prints, per host, a first JSON line once it answered (or after --timeout),\n"
+                    "then one line whenever its state, phase, progress step, readiness rung, verdict or\n"
+                    "connection changes; each line is the --json object plus \"time\" and \"changed\".\n"
+                    "It runs until Ctrl-C or SIGTERM and exits 0.",
     )
     status.add_argument("--json", action="store_true", help="print JSON instead of text")
+    status.add_argument("--watch", action="store_true",
+                        help="keep watching; print one JSON line per change (phase, progress step, readiness "
+                             "rung, verdict, connection) until Ctrl-C")
     status.add_argument("--timeout", type=_timeout, default=15.0, metavar="SECONDS",
                         help="give up on a host after this many seconds (default 15)")
     _add_config_option(status)
     _add_hosts(status, "a configured host's name (default: all), or a quick form [user@]host[:port]/unit")
+    waiter = sub.add_parser(
+        "wait", help="block until a host's unit is ready (for scripts)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Block until the unit's current process is ready: a start that began after this command\n"
+                    "(after the restart, with --restart), the engine's ready line, and /health OK answered by\n"
+                    "that process; with --until serving also a one-token generation.\n\n"
+                    f"{_WHERE}\n{_QUICK}\n\n"
+                    "Exit status: 0 ready, 1 the start failed (the decisive line and hint are printed),\n"
+                    "2 restart loop, 3 timeout, 4 unreachable or not allowed (SSH, sudo, journal access,\n"
+                    "read_only = true with --restart), 64 bad arguments or configuration.\n\n"
+                    "On a terminal one line is redrawn in place (phase, progress bar, time, ETA from\n"
+                    "earlier starts); otherwise one line is printed per change of state, phase, progress\n"
+                    "step or readiness rung, then the outcome.",
+    )
+    waiter.add_argument("--restart", action="store_true", help="restart the unit first (systemctl restart)")
+    waiter.add_argument("--until", choices=("ready", "serving"), default="ready",
+                        help="ready (health OK, default) or serving (a generation answered)")
+    waiter.add_argument("--timeout", type=_duration, default=1800.0, metavar="DURATION",
+                        help="give up after this long: 90s, 30m, 1h (default 30m)")
+    _add_config_option(waiter)
+    _add_hosts(waiter, "one host: a configured host's name, or a quick form [user@]host[:port]/unit")
     return parser
 
 
@@ -166,7 +197,14 @@ def main(argv: list[str] | None = None) -> int:
         parser = build_parser()
     else:
         parser = build_dashboard_parser()
-    args = parser.parse_args(argv)
+    idx = _command_index(argv)
+    waiting = idx is not None and argv[idx] == "wait"
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        if waiting and exc.code == EXIT_USAGE:
+            raise SystemExit(EXIT_WAIT_USAGE) from None  # 2 is wait's "restart loop"
+        raise
     command = getattr(args, "command", None)
     try:
         if command == "replay":
@@ -179,10 +217,12 @@ def main(argv: list[str] | None = None) -> int:
             return _config(args)
         if command == "status":
             return _status(args)
+        if command == "wait":
+            return _wait(args)
         return _dashboard(parser, args)
     except ConfigError as exc:
         print(f"upwatch: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return EXIT_WAIT_USAGE if waiting else EXIT_USAGE
     except KeyboardInterrupt:
         print("upwatch: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -279,9 +319,36 @@ def _status(args: argparse.Namespace) -> int:
         print(f"upwatch status: no hosts to look at: looked for {looked}; write hosts.toml (README, "
               "\"Watching real hosts\") or give HOST/UNIT quick forms", file=sys.stderr)
         return EXIT_USAGE
+    if args.watch:
+        from tui.status import run_status_watch
+
+        return run_status_watch(config, timeout_s=args.timeout, out=sys.stdout)
     from tui.status import run_status
 
     return run_status(config, as_json=args.json, timeout_s=args.timeout, out=sys.stdout)
+
+
+def _duration(text: str) -> float:
+    from tui.wait import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _wait(args: argparse.Namespace) -> int:
+    if len(args.hosts) != 1:
+        print("upwatch wait: name exactly one HOST (a configured name or HOST/UNIT)", file=sys.stderr)
+        return EXIT_WAIT_USAGE
+    config = select_hosts(args.hosts, getattr(args, "config", None))
+    if len(config.hosts) != 1:
+        print("upwatch wait: name exactly one HOST (a configured name or HOST/UNIT)", file=sys.stderr)
+        return EXIT_WAIT_USAGE
+    from tui.wait import run_wait
+
+    return run_wait(config.hosts[0], restart=args.restart, until=args.until, timeout_s=args.timeout,
+                    out=sys.stdout, tty=sys.stdout.isatty(), config=config)
 
 
 def _config(args: argparse.Namespace) -> int:

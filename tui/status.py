@@ -1,4 +1,5 @@
-"""``upwatch status [--json] [HOST...]``: connect, wait until every host answered once, print, exit.
+"""``upwatch status [--json] [HOST...]``: connect, wait until every host answered once, print, exit;
+``upwatch status --watch``: keep watching and print a JSON line per change (:func:`watch`).
 
 The same engine as the dashboard (one :class:`~probes.watch.HostWatcher` per host), without a
 screen. A host has answered when each probe delivered or failed once and its journal backlog has
@@ -153,6 +154,40 @@ def _oneline(text: str) -> str:
     return "".join(ch if ch.isprintable() else "?" for ch in text.replace("\n", " "))
 
 
+class _Answered:
+    """Tells when a watcher has answered once: each probe delivered or failed, and the journal's
+    backlog is read (no new entry for :data:`JOURNAL_QUIET_S`, on the monotonic clock)."""
+
+    def __init__(self) -> None:
+        self._last: dict[int, tuple[int, float]] = {}
+
+    def __call__(self, w: HostWatcher) -> bool:
+        if w.model.unreachable() and w.model._unit is None:
+            return True  # could not connect at all: nothing more will come before the timeout
+        if not w.answered():
+            return False
+        seq, since = self._last.get(id(w), (-1, 0.0))
+        now = time.monotonic()
+        if w.model.seq != seq:
+            self._last[id(w)] = (w.model.seq, now)
+            return False
+        return now - since >= JOURNAL_QUIET_S or w.model.failing("journal")
+
+
+def _watchers(config: Config, changed: asyncio.Event, clock: Clock,
+              runner_factory: Callable[[HostSpec], Runner] | None,
+              gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None) -> list[HostWatcher]:
+    if runner_factory is None or gpu_source_factory is None:
+        from tui.live import gpu_source_for, runner_for
+
+        runner_factory = runner_factory or runner_for
+        gpu_source_factory = gpu_source_factory or gpu_source_for
+    return [HostWatcher(spec, runner_factory(spec), clock, lambda _w: changed.set(),
+                        unit_interval_s=config.unit_interval_s, health_interval_s=config.health_interval_s,
+                        gpu_interval_s=config.gpu_interval_s, gpu_source=gpu_source_factory(spec))
+            for spec in config.hosts]
+
+
 async def collect(config: Config, timeout_s: float, *,
                   runner_factory: Callable[[HostSpec], Runner] | None = None,
                   gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None = None,
@@ -163,31 +198,9 @@ async def collect(config: Config, timeout_s: float, *,
         ``(spec, snapshot, answered)`` per host, in config order. Every remote process started is
         ended before this returns.
     """
-    if runner_factory is None or gpu_source_factory is None:
-        from tui.live import gpu_source_for, runner_for
-
-        runner_factory = runner_factory or runner_for
-        gpu_source_factory = gpu_source_factory or gpu_source_for
-    clock = clock or WallClock()
     changed = asyncio.Event()
-    watchers = [HostWatcher(spec, runner_factory(spec), clock, lambda _w: changed.set(),
-                            unit_interval_s=config.unit_interval_s, health_interval_s=config.health_interval_s,
-                            gpu_interval_s=config.gpu_interval_s, gpu_source=gpu_source_factory(spec))
-                for spec in config.hosts]
-    last_seq = {id(w): (-1, 0.0) for w in watchers}
-
-    def done(w: HostWatcher) -> bool:
-        if w.model.unreachable() and w.model._unit is None:
-            return True  # could not connect at all: nothing more will come before the timeout
-        if not w.answered():
-            return False
-        seq, since = last_seq[id(w)]
-        now = time.monotonic()
-        if w.model.seq != seq:
-            last_seq[id(w)] = (w.model.seq, now)
-            return False
-        return now - since >= JOURNAL_QUIET_S or w.model.failing("journal")
-
+    watchers = _watchers(config, changed, clock or WallClock(), runner_factory, gpu_source_factory)
+    done = _Answered()
     for w in watchers:
         w.start()
     try:
@@ -207,6 +220,116 @@ async def collect(config: Config, timeout_s: float, *,
         await asyncio.gather(*(w.stop() for w in watchers), return_exceptions=True)
 
 
+def change_key(s: HostState) -> dict[str, Any]:
+    """What ``status --watch`` prints a new line for when it changes: ``state``, ``phase``,
+    ``progress`` (the step, ``[done, total]``, or null), ``readiness`` (rung), ``verdict``
+    (``[level, kind]``: the sentence's ticking durations are not changes) and ``connection``
+    (``ok``, ``stale`` or ``unreachable``)."""
+    p = s.progress
+    conn = "ok" if s.stale_since is None else ("unreachable" if s.updated is None else "stale")
+    return {
+        "state": s.state,
+        "phase": s.phase,
+        "progress": [p.done, p.total] if p is not None and p.phase == s.phase else None,
+        "readiness": s.readiness,
+        "verdict": [s.verdict.level, s.verdict.kind] if s.verdict is not None else ["ok", ""],
+        "connection": conn,
+    }
+
+
+async def watch(config: Config, out: IO[str], *, timeout_s: float = 15.0, tick_s: float = 1.0,
+                stop: asyncio.Event | None = None,
+                runner_factory: Callable[[HostSpec], Runner] | None = None,
+                gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None = None,
+                clock: Clock | None = None) -> None:
+    """``status --watch``: keep watching every host and write one JSON line per change until
+    ``stop`` is set (or the task is cancelled, e.g. by Ctrl-C).
+
+    Each line is :func:`host_json` plus ``"time"`` (ISO 8601, local offset), ``"phases"`` (the
+    current start's phases so far: ``{"phase", "began" (ISO 8601), "duration_s"}``, null duration
+    for the current one; log lines arrive in batches, so a short phase can pass between two lines)
+    and ``"changed"`` (the :func:`change_key` fields that differ from this host's previous line;
+    ``["first"]`` for its first line, written once the host answered, or after ``timeout_s`` seconds). The verdict
+    sentence is in every line. Verdicts that depend on time passing (a stall) are re-evaluated
+    every ``tick_s`` seconds even when no data arrives.
+
+    Raises:
+        BrokenPipeError: the reader of ``out`` went away (``| head``); the watchers are stopped first.
+    """
+    clock = clock or WallClock()
+    changed = asyncio.Event()
+    watchers = _watchers(config, changed, clock, runner_factory, gpu_source_factory)
+    done = _Answered()
+    last: dict[int, dict[str, Any]] = {}
+    stop = stop or asyncio.Event()
+    for w in watchers:
+        w.start()
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not stop.is_set():
+            changed.clear()
+            for w in watchers:
+                prev = last.get(id(w))
+                if prev is None and not done(w) and time.monotonic() < deadline:
+                    continue
+                s = w.state()
+                key = change_key(s)
+                if key == prev:
+                    continue
+                item = host_json(w.spec, s)
+                item["time"] = _local(clock.now())
+                item["phases"] = [{"phase": sp.phase, "began": _local(sp.began),
+                                   "duration_s": round(sp.duration_s, 3) if sp.duration_s is not None else None}
+                                  for sp in s.phases]
+                item["changed"] = ["first"] if prev is None else [k for k in key if key[k] != prev[k]]
+                last[id(w)] = key
+                out.write(json.dumps(item, ensure_ascii=False) + "\n")
+                out.flush()
+            waiters = [asyncio.ensure_future(changed.wait()), asyncio.ensure_future(stop.wait())]
+            try:
+                await asyncio.wait(waiters, timeout=tick_s if last.keys() >= {id(w) for w in watchers}
+                                   else JOURNAL_QUIET_S / 2, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for f in waiters:
+                    f.cancel()
+    finally:
+        await asyncio.gather(*(w.stop() for w in watchers), return_exceptions=True)
+
+
+def run_status_watch(config: Config, *, timeout_s: float, out: IO[str],
+                     runner_factory: Callable[[HostSpec], Runner] | None = None,
+                     gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None = None) -> int:
+    """Run :func:`watch` until Ctrl-C, SIGTERM or a closed pipe; every remote process is ended
+    first. Returns 0."""
+    import signal
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, stop.set)
+            except (NotImplementedError, RuntimeError):  # not the main thread (tests)
+                pass
+        await watch(config, out, timeout_s=timeout_s, stop=stop, runner_factory=runner_factory,
+                    gpu_source_factory=gpu_source_factory)
+
+    try:
+        asyncio.run(main())
+    except BrokenPipeError:
+        _quiet_stdout()
+    return EXIT_OK
+
+
+def _quiet_stdout() -> None:
+    """After ``| head`` closed the pipe: point stdout at /dev/null so the exit flush is silent."""
+    import os
+    import sys
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
 def run_status(config: Config, *, as_json: bool, timeout_s: float, out: IO[str],
                runner_factory: Callable[[HostSpec], Runner] | None = None,
                gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None = None) -> int:
@@ -221,12 +344,7 @@ def run_status(config: Config, *, as_json: bool, timeout_s: float, out: IO[str],
     try:
         _print(results, as_json=as_json, timeout_s=timeout_s, out=out)
     except BrokenPipeError:
-        # `upwatch status | head`: the reader went away; the exit status still tells.
-        import os
-        import sys
-
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _quiet_stdout()  # `upwatch status | head`: the reader went away; the exit status still tells
     return EXIT_UNREACHABLE if unreachable else EXIT_OK
 
 

@@ -1,0 +1,135 @@
+"""``upwatch wait``'s pure parts: which snapshot decides which exit status, the lines it prints."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+
+import pytest
+
+from probes.reader import ErrorLine, Progress
+from probes.state import HostState, PhaseSpan, UnitState, Verdict
+from tui.wait import (
+    _NOT_ALLOWED_RE, EXIT_FAILED, EXIT_LOOP, EXIT_READY, EXIT_UNREACHABLE, decisive_line_known, describe,
+    outcome, tty_line, wait,
+)
+
+T0 = 1_764_460_800.0  # 2025-11-30 00:00 UTC
+
+
+def unit(active: str = "active", sub: str = "running", started: float | None = T0 + 10, at: float = T0 + 20,
+         load: str = "loaded") -> UnitState:
+    return UnitState(time=at, unit="sglang.service", load_state=load, active_state=active, sub_state=sub,
+                     main_pid=4242 if sub == "running" else None, started_at=started)
+
+
+def state(**kw) -> HostState:
+    base = dict(host="gpu-node-3", unit="sglang.service", engine="sglang", state="loading", phase="weights",
+                readiness="port_closed", unit_state=unit(), updated=T0 + 20)
+    base.update(kw)
+    return HostState(**base)
+
+
+def test_ready_needs_the_log_health_and_a_start_after_since() -> None:
+    ready = state(state="ready", phase="ready", readiness="healthy")
+    assert outcome(ready, since=0, until="ready") == EXIT_READY
+    assert outcome(ready, since=T0 + 11, until="ready") == EXIT_READY  # whole seconds: 1 s of slack
+    assert outcome(ready, since=T0 + 12, until="ready") is None        # the process before the restart
+    assert outcome(ready, since=0, until="serving") is None            # healthy is not serving yet
+    assert outcome(dataclasses.replace(ready, readiness="serving"), since=0, until="serving") == EXIT_READY
+    assert outcome(dataclasses.replace(ready, health_stale=True), since=0, until="ready") is None
+    assert outcome(dataclasses.replace(ready, state="loading", phase="warmup"), since=0, until="ready") is None
+    assert outcome(dataclasses.replace(ready, readiness="http_unhealthy"), since=0, until="ready") is None
+
+
+def test_a_look_at_the_unit_from_before_the_restart_decides_nothing() -> None:
+    old_failed = state(state="failed", unit_state=unit("failed", "failed", at=T0 + 5),
+                       error=ErrorLine(3, "torch.OutOfMemoryError: CUDA out of memory.", "cuda_oom", ""))
+    assert outcome(old_failed, since=T0 + 6, until="ready", unit_after=T0 + 7) is None
+    assert outcome(old_failed, since=0, until="ready") == EXIT_FAILED  # without --restart: it failed
+
+
+def test_failed_loop_and_the_auto_restart_between() -> None:
+    err = ErrorLine(3, "torch.OutOfMemoryError: CUDA out of memory.", "cuda_oom", "")
+    auto = state(state="failed", error=err, failed_at=T0 + 15, unit_state=unit("activating", "auto-restart", started=T0 + 10))
+    assert outcome(auto, since=T0, until="ready") is None  # systemd will start it again: a loop may form
+    assert outcome(dataclasses.replace(auto, restart_loop=True), since=T0, until="ready") == EXIT_LOOP
+    dead = dataclasses.replace(auto, unit_state=unit("failed", "failed", started=T0 + 10))
+    assert outcome(dead, since=T0, until="ready") == EXIT_FAILED
+    assert outcome(state(unit_state=unit("inactive", "dead", load="not-found", started=None)), since=0,
+                   until="ready") == EXIT_FAILED
+    assert decisive_line_known(dead)
+    assert not decisive_line_known(dataclasses.replace(dead, error=None))
+    assert not decisive_line_known(dataclasses.replace(dead, failed_at=T0 - 60))  # an earlier start's line
+
+
+def test_unreachable_and_not_allowed_exit_4() -> None:
+    from probes.state import ProbeFailure
+
+    never = state(unit_state=None, updated=None, stale_since=T0,
+                  failures=(ProbeFailure(T0, "unit", "unreachable", "connection refused"),))
+    assert outcome(never, since=0, until="ready") == EXIT_UNREACHABLE
+    perm = state(failures=(ProbeFailure(T0, "journal", "permission", "the SSH user may not read the journal"),))
+    assert outcome(perm, since=0, until="ready") == EXIT_UNREACHABLE
+    blip = state(stale_since=T0 + 19, failures=(ProbeFailure(T0 + 19, "unit", "unreachable", "reset"),))
+    assert outcome(blip, since=0, until="ready") is None  # a dropped link after data: reconnecting
+
+
+@pytest.mark.parametrize(("text", "refused"), [
+    ("sudo: a password is required\n", True),
+    ("Failed to restart sglang.service: Interactive authentication required.\nSee system logs and 'systemctl status sglang.service' for details.\n", True),
+    ("Failed to restart sglang.service: Access denied\n", True),
+    ("Job for sglang.service failed because the control process exited with error code.\n", False),
+])
+def test_what_counts_as_not_allowed(text: str, refused: bool) -> None:
+    assert (_NOT_ALLOWED_RE.search(text) is not None) is refused
+
+
+def test_the_lines() -> None:
+    s = state(phase="graph_capture", progress=Progress("graph_capture", 12, 34), phase_began=T0 + 100,
+              start_began=T0 + 10, phases=(PhaseSpan("starting", T0 + 10, 90.0), PhaseSpan("graph_capture", T0 + 100, None)))
+    assert describe(s) == "gpu-node-3: loading · Graph capture 12/34 (35%) · port closed"
+    line = tty_line(s, T0 + 172, width=200)
+    assert line.startswith("gpu-node-3 Graph capture [#######.............] 12/34 · ")
+    assert line.endswith(" · port closed")
+    assert "1m12s in graph capture" in line or "of ~" in line
+    assert len(tty_line(s, T0 + 172, width=30)) <= 29
+    hostile = state(host="h", error=ErrorLine(1, "\x1b[31mboom\x1b[0m\r", "unknown", "[bold]x"), state="failed",
+                    verdict=Verdict("error", "Start failed: \x1b[2J", "failed"))
+    out = io.StringIO()
+    from tui.wait import _final
+    _final(hostile, EXIT_FAILED, out)
+    assert "\x1b" not in out.getvalue() and "\r" not in out.getvalue()
+    assert "  decisive line: ?[31mboom?[0m?" in out.getvalue()
+
+
+def test_read_only_refuses_restart_before_connecting() -> None:
+    import asyncio
+
+    from probes.watch import HostSpec
+    from tui.config import Config
+
+    class NoRunner:
+        def __getattr__(self, name):  # any use of the runner is a failure of this test
+            raise AssertionError(f"the runner was used: {name}")
+
+    out = io.StringIO()
+    code = asyncio.run(wait(HostSpec("gpu-node-3", "sglang.service", ssh="gpu-node-3"), NoRunner(),
+                            restart=True, until="ready", timeout_s=5, out=out, tty=False,
+                            config=Config(hosts=(), read_only=True)))
+    assert code == EXIT_UNREACHABLE
+    assert out.getvalue() == "gpu-node-3: --restart refused: read-only (read_only = true in the configuration)\n"
+
+
+@pytest.mark.parametrize("argv", [["wait"], ["wait", "nohost"], ["wait", "a/b.service", "c/d.service"],
+                                  ["wait", "--timeout", "5x", "a/b.service"], ["wait", "--until", "soon", "a/b"]])
+def test_bad_arguments_exit_64_not_2(argv: list[str], tmp_path, monkeypatch) -> None:
+    from tui.cli import main
+
+    monkeypatch.setenv("UPWATCH_CONFIG", str(tmp_path / "hosts.toml"))
+    (tmp_path / "hosts.toml").write_text('[[host]]\nname = "gpu-node-1"\nssh = "gpu-node-1"\nunit = "sglang.service"\n')
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    assert code == 64

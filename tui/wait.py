@@ -1,0 +1,250 @@
+"""``upwatch wait HOST[/UNIT] [--restart] [--until ready|serving] [--timeout 30m]``: block until the
+unit's current process is ready, for scripts.
+
+Ready means all of: the current process (with ``--restart``: a start that began after the
+restart, by the unit's ``ExecMainStartTimestamp``), the engine's ready line in the log, and
+``/health`` OK answered by that process (not an earlier one: see the ``stale_health`` verdict). ``--until
+serving`` also needs a one-token generation answered.
+
+Exit status (:data:`EXIT_CODES`): 0 ready, 1 the start failed (the decisive line and hint are
+printed), 2 restart loop, 3 timeout, 4 unreachable or not allowed (SSH, sudo, journal access).
+On a terminal one line is redrawn in place; otherwise one line is printed per change of phase,
+progress step or readiness rung.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+import time
+from collections.abc import Callable
+from typing import IO
+
+from probes.clock import WallClock
+from probes.model import CONNECTION_KINDS
+from probes.runner import ProbeError, Runner
+from probes.state import HostState
+from probes.watch import HostSpec, HostWatcher
+from tui.config import Config
+
+EXIT_READY, EXIT_FAILED, EXIT_LOOP, EXIT_TIMEOUT, EXIT_UNREACHABLE = 0, 1, 2, 3, 4
+EXIT_CODES = {EXIT_READY: "ready", EXIT_FAILED: "the start failed", EXIT_LOOP: "restart loop",
+              EXIT_TIMEOUT: "timeout", EXIT_UNREACHABLE: "unreachable or not allowed"}
+
+#: Seconds to wait for the journal's decisive line after systemd reported the failure.
+LOG_GRACE_S = 10.0
+
+#: What sudo and polkit say when the SSH user may not restart the unit (exit 4, "not allowed").
+_NOT_ALLOWED_RE = re.compile(r"a password is required|is not in the sudoers|not allowed to execute|"
+                             r"Interactive authentication required|Access denied|Permission denied")
+
+_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)([smh]?)")
+
+
+def parse_duration(text: str) -> float:
+    """``90``, ``90s``, ``30m``, ``1h`` or ``1h30m`` → seconds.
+
+    Raises:
+        ValueError: not a positive duration.
+    """
+    text = text.strip().lower()
+    total, pos = 0.0, 0
+    for m in _DURATION_RE.finditer(text):
+        if m.start() != pos:
+            break
+        total += float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+        pos = m.end()
+    if pos != len(text) or not text or total <= 0:
+        raise ValueError(f"not a duration: {text!r} (e.g. 90s, 30m, 1h)")
+    return total
+
+
+def outcome(s: HostState, since: float, until: str, unit_after: float = 0.0) -> int | None:
+    """The exit status ``s`` decides, or None to keep waiting.
+
+    Args:
+        s: the host's snapshot.
+        since: epoch seconds; a start must have begun at or after it (``ExecMainStartTimestamp``
+            has whole seconds: one second of slack). 0: the current process counts, whenever it began.
+        until: ``ready`` or ``serving``.
+        unit_after: the unit's state counts only from a ``systemctl show`` taken at or after this
+            time (the local clock; after ``--restart`` returned): an earlier look still shows the
+            process before the restart.
+    """
+    if s.stale_since is not None and (s.updated is None or any(f.kind in ("auth", "host_key") for f in s.failures)):
+        return EXIT_UNREACHABLE
+    if any(f.kind == "permission" for f in s.failures):
+        return EXIT_UNREACHABLE
+    u = s.unit_state
+    if u is None or u.time < unit_after:
+        return None
+    if u.load_state == "not-found":
+        return EXIT_FAILED
+    new = u.started_at is not None and u.started_at >= since - 1.0
+    if s.restart_loop and (new or u.active_state == "failed"):
+        return EXIT_LOOP
+    if u.active_state == "failed" or (
+            s.state == "failed" and new and not u.running and u.sub_state != "auto-restart"
+            and u.active_state == "inactive"):
+        return EXIT_FAILED  # and systemd will not start it again (else: a loop may be forming)
+    if not new or s.state != "ready" or s.health_stale:
+        return None
+    want = ("serving",) if until == "serving" else ("healthy", "serving")
+    return EXIT_READY if s.readiness in want else None
+
+
+def decisive_line_known(s: HostState) -> bool:
+    """The log has caught up with a failure systemd reported: the start's error line is in, or
+    the log shows the failed start at all (the journal can lag ``systemctl show`` by seconds)."""
+    u = s.unit_state
+    began = u.started_at if u is not None else None
+    return s.error is not None and (began is None or s.failed_at is None or s.failed_at >= began - 1.0)
+
+
+def describe(s: HostState) -> str:
+    """One line for a log or pipe: state, phase, progress step, readiness rung. It changes only
+    when one of those does (no ticking clock), so a script sees one line per change."""
+    from widgets.fmt import PHASE_LABELS, RUNG_WORDS
+
+    line = f"{s.host}: {s.state} · {PHASE_LABELS.get(s.phase, s.phase)}"
+    if s.progress is not None and s.progress.total and s.progress.phase == s.phase:
+        line += f" {s.progress.done:g}/{s.progress.total:g} ({s.progress.fraction:.0%})"
+    return line + f" · {RUNG_WORDS.get(s.readiness, s.readiness)}"
+
+
+def tty_line(s: HostState, now: float, width: int = 100) -> str:
+    """The line redrawn in place on a terminal: phase, a progress bar, time in the phase and in
+    the start (with the typical durations and ETA when history knows them), readiness.
+
+    Args:
+        s: the snapshot. now: epoch seconds (the injected clock). width: the terminal's columns;
+            the line is cut to ``width - 1`` characters.
+    """
+    from widgets.fmt import PHASE_LABELS, RUNG_WORDS, duration
+
+    label = PHASE_LABELS.get(s.phase, s.phase)
+    parts = [f"{s.host} {label}"]
+    p = s.progress
+    if p is not None and p.total and p.phase == s.phase and s.state == "loading":
+        cells = 20
+        full = round(cells * min(max(p.fraction, 0.0), 1.0))
+        parts[0] += f" [{'#' * full}{'.' * (cells - full)}] {p.done:g}/{p.total:g}"
+    if s.state == "loading":
+        extra = _extra_words(s, now)
+        if extra:
+            parts.append(extra)
+        else:
+            if s.phase_began is not None:
+                parts.append(f"{duration(now - s.phase_began)} in {label.lower()}")
+            if s.start_began is not None:
+                parts.append(f"{duration(now - s.start_began)} since start")
+    parts.append(RUNG_WORDS.get(s.readiness, s.readiness))
+    line = " · ".join(parts)
+    return line if len(line) < width else line[:max(width - 2, 10)] + "…"
+
+
+def _extra_words(s: HostState, now: float) -> str:
+    """History's ETA words and download progress, where those modules are present ("" if not)."""
+    words = []
+    for mod, name, args in (("widgets.fmt", "download_words", (s,)), ("widgets.fmt", "typical_words", (s, now))):
+        try:
+            fn = getattr(__import__(mod, fromlist=[name]), name)
+        except (ImportError, AttributeError):
+            continue
+        text = fn(*args)
+        if text:
+            words.append(text)
+    return " · ".join(words)
+
+
+async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, timeout_s: float,
+               out: IO[str], tty: bool, config: Config | None = None) -> int:
+    """Watch ``spec`` until :func:`outcome` decides, or ``timeout_s`` real seconds pass."""
+    clock = WallClock()
+    changed = asyncio.Event()
+    w = HostWatcher(spec, runner, clock, lambda _w: changed.set(),
+                    **({"unit_interval_s": config.unit_interval_s, "health_interval_s": config.health_interval_s}
+                       if config is not None else {}))
+    since = 0.0  # without --restart the current process counts, whenever it started
+    if restart and (config.read_only if config is not None else False):
+        out.write(f"{spec.name}: --restart refused: read-only (read_only = true in the configuration)\n")
+        return EXIT_UNREACHABLE
+    width = shutil.get_terminal_size((100, 24)).columns
+    w.start()
+    last = ""
+    try:
+        unit_after = 0.0
+        if restart:
+            from probes.actions import AuditLog, execute, plan
+
+            since = clock.now()
+            result = await execute(plan(spec, "restart"), runner, AuditLog())
+            if result.outcome != "ok":
+                out.write(f"{spec.name}: restart failed: {_oneline(result.output.strip()[-300:]) or result.outcome}\n")
+                refused = _NOT_ALLOWED_RE.search(result.output) is not None
+                return EXIT_UNREACHABLE if result.outcome == "error" or refused else EXIT_FAILED
+            unit_after = clock.now()
+        deadline = time.monotonic() + timeout_s
+        grace_until: float | None = None
+        while True:
+            s = w.state()
+            code = outcome(s, since, until, unit_after)
+            if code in (EXIT_FAILED, EXIT_LOOP) and not decisive_line_known(s):
+                # systemd said it first; give the journal a few seconds to deliver the line that says why
+                grace_until = grace_until or time.monotonic() + LOG_GRACE_S
+                if time.monotonic() < grace_until:
+                    code = None
+            text = tty_line(s, clock.now(), width) if tty else describe(s)
+            if text != last:
+                out.write(("\r\x1b[2K" + text) if tty else text + "\n")
+                out.flush()
+                last = text
+            if code is not None:
+                if tty:
+                    out.write("\n")
+                _final(s, code, out)
+                return code
+            left = deadline - time.monotonic()
+            if left <= 0:
+                if tty:
+                    out.write("\n")
+                out.write(f"{spec.name}: not ready after {timeout_s:g} s\n")
+                return EXIT_TIMEOUT
+            changed.clear()
+            try:
+                await asyncio.wait_for(changed.wait(), min(left, 0.5 if grace_until else 1.0))
+            except TimeoutError:
+                pass
+    except ProbeError as exc:
+        out.write(f"{spec.name}: {exc.message}\n")
+        return EXIT_UNREACHABLE if exc.kind in CONNECTION_KINDS else EXIT_FAILED
+    finally:
+        await w.stop()
+
+
+def _oneline(text: str) -> str:
+    """Host text on one line, control characters (escape codes) shown as ``?``."""
+    return "".join(ch if ch.isprintable() else "?" for ch in text.replace("\n", " "))
+
+
+def _final(s: HostState, code: int, out: IO[str]) -> None:
+    if code == EXIT_READY:
+        out.write(f"{s.host}: ready ({s.readiness})\n")
+        return
+    if s.verdict is not None:
+        out.write(f"{s.host}: {_oneline(s.verdict.sentence)}\n")
+    if code in (EXIT_FAILED, EXIT_LOOP) and s.error is not None:
+        out.write(f"  decisive line: {_oneline(s.error.text)}\n")
+        if s.hint:
+            out.write(f"  hint: {_oneline(s.hint)}\n")
+
+
+def run_wait(spec: HostSpec, *, restart: bool, until: str, timeout_s: float, out: IO[str], tty: bool,
+             config: Config | None = None,
+             runner_factory: Callable[[HostSpec], Runner] | None = None) -> int:
+    """Run :func:`wait` with the runner for ``spec`` and return the exit status."""
+    if runner_factory is None:
+        from tui.live import runner_for as runner_factory
+    return asyncio.run(wait(spec, runner_factory(spec), restart=restart, until=until, timeout_s=timeout_s,
+                            out=out, tty=tty, config=config))
