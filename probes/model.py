@@ -26,6 +26,11 @@ GPU_HISTORY = 120
 #: GPU memory moving by this much (MiB, all GPUs together) counts as progress for stall detection.
 GPU_CHANGE_MIB = 256
 
+#: Engines that bind their HTTP port only after loading (weights, KV cache, CUDA graphs): a health
+#: answer while their log is still before warm-up comes from something else (FORMATS.md, trap 2).
+BINDS_AFTER_LOADING = frozenset({"sglang", "vllm"})
+_BOUND_PHASES = frozenset({"warmup", "ready"})
+
 CONNECTION_KINDS = frozenset({"unreachable", "closed", "timeout", "auth", "host_key"})
 
 
@@ -77,6 +82,8 @@ class HostModel:
         #: "pending" while the unit is not known yet; None while health is not OK.
         self._health_ok_proc: tuple[int | None, str | None] | str | None = None
         self.stall_after = dict(stall_after or {})
+        #: when /health first answered OK while the log said the server had not bound its port yet
+        self._health_early_since: float | None = None
         self._gpu_hist: dict[int, deque[tuple[float | None, int | None]]] = {}
         self._failures: dict[str, ProbeFailure] = {}
         self._last_log_at: float | None = None
@@ -286,7 +293,15 @@ class HostModel:
                 else:
                     health_stale = True
         readiness = _readiness(unit, self._health)
-        if health_stale and readiness in ("healthy", "serving"):
+        early = (readiness in ("healthy", "serving") and r.engine in BINDS_AFTER_LOADING and r.state == "loading"
+                 and r.phase not in _BOUND_PHASES and self._health is not None
+                 and (start_began is None or self._health.time >= start_began))
+        if early:
+            if self._health_early_since is None:
+                self._health_early_since = self._health.time
+        else:
+            self._health_early_since = None
+        if (health_stale or early) and readiness in ("healthy", "serving"):
             readiness = "port_closed"  # the answer came from an earlier process
         return HostState(
             host=self.host, unit=self.unit, engine=r.engine, state=state, phase=r.phase,
@@ -300,6 +315,7 @@ class HostModel:
             reconnect_attempt=attempt, failed_starts=r.failed_starts, gave_up=r.gave_up, restarts_seen=self._restarts_seen,
             model=r.model, args_hash=r.args_hash,
             gpu_changed_at=self._gpu_changed_at, health_stale=health_stale,
+            health_early_since=self._health_early_since,
             gpu_orphans=self._gpu_orphans.orphans if self._gpu_orphans is not None else None,
             updated=self._newest,
         )

@@ -297,6 +297,10 @@ class HostState:
         gpu_orphans: processes holding GPU memory outside the unit's cgroup; None before a look.
         verdict: what is wrong, in one sentence, or None when nothing is.
         updated: the time of the newest data in this snapshot.
+        health_early_since: since when ``/health`` has answered OK while the log says the server
+            (SGLang, vLLM: they bind their port only after loading) has not bound its port yet, or
+            None: the answer comes from something else (an older server that outlived its unit);
+            readiness stays ``port_closed`` meanwhile.
         model: the model the current start serves (hub id or path), from the engine's own lines,
             or None. args_hash: 12 hex digits of the engine's argument dump, or None (see
             :mod:`probes.identity`).
@@ -340,6 +344,7 @@ class HostState:
     updated: float | None = None
     model: str | None = None
     args_hash: str | None = None
+    health_early_since: float | None = None
 
     def failure(self, probe: str) -> ProbeFailure | None:
         """The current failure of ``probe`` (``journal``, ``unit``, ``gpu``, ``health``), or None."""

@@ -109,6 +109,12 @@ NOT_SERVING_AFTER_S = 600.0
 NO_GPU_MEMORY_AFTER_S = 300.0
 #: A GPU "holds no memory" below this many MiB (the driver's own context is a few hundred).
 NO_GPU_MEMORY_MIB = 1024
+#: Seconds /health must answer OK while the log is before warm-up before ``foreign_health`` is said
+#: (the journal can lag the health probe by a few seconds).
+FOREIGN_HEALTH_AFTER_S = 30.0
+#: Engine ids as their projects write them.
+ENGINE_NAMES = {"sglang": "SGLang", "vllm": "vLLM", "tgi": "TGI", "trtllm": "TRT-LLM", "llamacpp": "llama.cpp",
+                "ollama": "Ollama"}
 
 
 def _orphan_words(orphans) -> tuple[str, list[str]]:
@@ -236,6 +242,15 @@ def verdict_for(s: HostState, now: float, stall_after: Mapping[str, float] | Non
                        sentence=f"/health answers, but from an earlier process: MainPID is now {u.main_pid} and "
                                 f"the new start has not logged ready; not ready yet.",
                        evidence=(f"MainPID {u.main_pid}", f"InvocationID {u.invocation_id or '?'}"))
+    if (s.health_early_since is not None and now - s.health_early_since >= FOREIGN_HEALTH_AFTER_S
+            and s.health is not None):
+        name = ENGINE_NAMES.get(s.engine, s.engine)
+        return Verdict("warning", kind="foreign_health",
+                       sentence=f"/health answers OK, but the log is still in {PHASE_LABELS.get(s.phase, s.phase)} and "
+                                f"{name} binds its port only after loading: something else answers there.",
+                       evidence=(f"/health OK since {_clock(s.health_early_since)}",
+                                 f"health: {s.health.detail or s.health.rung}",
+                                 "an older server that outlived its unit? see who listens: ss -ltnp"))
     up_s = now - u.started_at if u is not None and u.running and u.started_at is not None else None
     if (up_s is not None and up_s >= NOT_SERVING_AFTER_S and s.state in ("waiting", "stopped")
             and s.readiness in ("port_closed", "http_unhealthy")):

@@ -9,6 +9,7 @@ counter, cgroups, ``ps``; only ``nvidia-smi`` is a shim (there is no GPU) and th
 from __future__ import annotations
 
 from probes.clock import WallClock
+from probes.verdict import verdict_for
 from probes.watch import HostSpec, HostWatcher
 from systemd_host import SystemdHost, llm_unit
 from test_systemd_host import OOM_LINE, until
@@ -61,25 +62,29 @@ async def test_start_limit_says_systemd_gave_up(systemd_host: SystemdHost) -> No
         await w.stop()
 
 
+STRAY_HEALTH = ["/usr/bin/python3", "-c",
+                "import http.server as h\n"
+                "class H(h.BaseHTTPRequestHandler):\n"
+                "    def do_GET(self):\n"
+                "        self.send_response(200); self.send_header('Content-Length', '0'); self.end_headers()\n"
+                "    def log_message(self, *a): pass\n"
+                "h.HTTPServer(('127.0.0.1', 30099), H).serve_forever()\n"]
+
+
 async def test_health_from_an_earlier_process_does_not_count(systemd_host: SystemdHost) -> None:
     # Something keeps answering /health on the port while the unit restarts (an old server that
     # outlived its unit): here a real stray HTTP server inside the host, outside the unit.
-    systemd_host.start_stray(["/usr/bin/python3", "-c",
-                              "import http.server as h\n"
-                              "class H(h.BaseHTTPRequestHandler):\n"
-                              "    def do_GET(self):\n"
-                              "        self.send_response(200); self.send_header('Content-Length', '0'); self.end_headers()\n"
-                              "    def log_message(self, *a): pass\n"
-                              "h.HTTPServer(('127.0.0.1', 30099), H).serve_forever()\n"])
-    # The unit's server loads until it hangs before binding: only the stray ever answers.
-    systemd_host.add_unit("slow.service", llm_unit("sglang-ok-01.log", port=30005, hang_at="Load weight begin"),
-                          start=True)
+    systemd_host.start_stray(STRAY_HEALTH)
+    # The first start runs to ready, so the answer counts for it ...
+    systemd_host.add_unit("slow.service", llm_unit("sglang-ok-01.log", port=30005), start=True)
     w = watcher(systemd_host, "slow.service", engine="sglang", health_url="http://127.0.0.1:30099/health")
     try:
-        first = await until("healthy (the stray answers)", lambda: (st := w.state()).readiness in ("healthy", "serving")
-                            and st.unit_state is not None and st.unit_state.main_pid and st, 30)
+        first = await until("ready and healthy", lambda: (st := w.state()).readiness in ("healthy", "serving")
+                            and st.state == "ready" and st.unit_state is not None and st.unit_state.main_pid and st, 30)
         old_pid = first.unit_state.main_pid
         assert not first.health_stale
+        # ... the next start hangs before binding: only the stray ever answers.
+        systemd_host.add_unit("slow.service", llm_unit("sglang-ok-01.log", port=30005, hang_at="Load weight begin"))
         done = systemd_host.systemctl("restart", "slow.service")
         assert done.returncode == 0, done.stderr
         s = await until("health marked stale after the restart", lambda: (st := w.state()).health_stale
@@ -88,6 +93,28 @@ async def test_health_from_an_earlier_process_does_not_count(systemd_host: Syste
         assert s.verdict is not None and s.verdict.kind == "stale_health"
         assert f"MainPID is now {s.unit_state.main_pid}" in s.verdict.sentence
         assert s.health is not None and s.health.rung in ("healthy", "serving")  # the stray still says 200
+    finally:
+        await w.stop()
+
+
+async def test_health_while_the_log_is_still_loading_is_someone_elses(systemd_host: SystemdHost) -> None:
+    # upwatch connects after the restart: it never saw the old process answer. SGLang binds its
+    # port only after loading, so a 200 while the log is in weight loading is someone else's.
+    systemd_host.start_stray(STRAY_HEALTH)
+    systemd_host.add_unit("slow.service", llm_unit("sglang-ok-01.log", port=30005, hang_at="Load weight begin"),
+                          start=True)
+    w = watcher(systemd_host, "slow.service", engine="sglang", health_url="http://127.0.0.1:30099/health")
+    try:
+        s = await until("the early answer noticed", lambda: (st := w.state()).health_early_since is not None
+                        and st.phase == "weights" and st, 30)
+        assert s.health is not None and s.health.rung in ("healthy", "serving")  # the stray says 200 ...
+        assert s.readiness == "port_closed"  # ... which is not this start's readiness
+        assert not s.health_stale  # no MainPID change was seen: this is the other rule
+        assert verdict_for(s, s.health_early_since + 29) is None  # the journal may lag a little
+        v = verdict_for(s, s.health_early_since + 31)
+        assert v is not None and (v.level, v.kind) == ("warning", "foreign_health")
+        assert v.sentence == ("/health answers OK, but the log is still in Weight load and SGLang binds its port "
+                              "only after loading: something else answers there.")
     finally:
         await w.stop()
 

@@ -117,3 +117,4 @@ def test_health_from_the_old_process_does_not_end_the_wait(systemd_host: Systemd
     assert lines[-1] == "gpu-node-3: not ready after 6 s"
     assert any("loading · Weight load" in line for line in lines), lines  # it saw the new start loading
     assert not any(": ready" in line for line in lines), lines
+    assert not any(line.endswith("· healthy") for line in lines if "Weight load" in line), lines
