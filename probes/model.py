@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from probes.journal import Record
 from probes.reader import Reading, StartupReader
 from probes.state import (GpuApps, GpuOrphans, GpuReading, Health, HostState, LogEntry, PhaseSpan, ProbeFailure, ProbeOk,
-                          UnitState, Verdict)
+                          Typical, UnitState, Verdict)
 from probes.verdict import verdict_for
 
 #: How many log entries a host keeps for the log pane (oldest dropped first).
@@ -53,7 +53,8 @@ class HostModel:
     Events accepted by :meth:`apply`: a journal :class:`~probes.journal.Record`, a
     :class:`~probes.state.UnitState`, a :class:`~probes.state.GpuReading`, a
     :class:`~probes.state.Health`, a :class:`~probes.state.ProbeFailure`, a
-    :class:`~probes.state.ProbeOk`; anything else raises ``TypeError``.
+    :class:`~probes.state.ProbeOk`, a :class:`~probes.state.Typical` (shown while the start's
+    model and engine-argument hash match it); anything else raises ``TypeError``.
     """
 
     def __init__(self, host: str, unit: str, engine: str | None = None, log_keep: int = LOG_KEEP,
@@ -84,6 +85,7 @@ class HostModel:
         self._reading: Reading | None = None
         self._cached: tuple[int, HostState] | None = None
         self._judged: tuple[HostState, Verdict | None, HostState] | None = None
+        self._typical: Typical | None = None
 
     # --- events -------------------------------------------------------------------------------
 
@@ -149,6 +151,8 @@ class HostModel:
             else:
                 # Keep when it began; take the latest reason and attempt count.
                 self._failures[event.probe] = dataclasses.replace(event, time=known.time)
+        elif isinstance(event, Typical):
+            self._typical = event
         elif isinstance(event, ProbeOk):
             self._failures.pop(event.probe, None)
             # One probe got through, so the connection is back: connection failures of the others
@@ -300,8 +304,16 @@ class HostModel:
             reconnect_attempt=attempt, failed_starts=r.failed_starts, gave_up=r.gave_up, restarts_seen=self._restarts_seen,
             gpu_changed_at=self._gpu_changed_at, health_stale=health_stale,
             gpu_orphans=self._gpu_orphans.orphans if self._gpu_orphans is not None else None,
+            typical=self._typical_for(r),
             updated=self._newest,
         )
+
+    def _typical_for(self, r: Reading) -> Typical | None:
+        """The typical durations given, while they are of this start's model and arguments."""
+        t = self._typical
+        if t is None or (t.model, t.args_hash) != (getattr(r, "model", None), getattr(r, "args_hash", None)):
+            return None
+        return t
 
 
 def _readiness(unit: UnitState | None, health: Health | None) -> str:
