@@ -99,7 +99,7 @@ def clock_span(seconds: float | None) -> str:
     """Seconds as a stopwatch reads: ``0:42``, ``1:12``, ``12:05``, ``1:02:03``; ``?`` when unknown."""
     if seconds is None or not math.isfinite(seconds):
         return "?"
-    s = int(max(0.0, seconds) + 0.5)
+    s = int(max(0.0, seconds))  # truncated, as the cards' durations are
     h, rest = divmod(s, 3600)
     m, s = divmod(rest, 60)
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"

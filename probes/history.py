@@ -143,7 +143,7 @@ def start_record(state: HostState) -> StartRecord | None:
         if dur is not None and dur >= 0 and all(q != p.phase for q, _ in phases):
             phases.append((p.phase, round(dur, 3)))
     total = round(ended - began, 3) if ended is not None and ended >= began else None
-    return StartRecord(state.host, state.unit, getattr(state, "model", None), getattr(state, "args_hash", None),
+    return StartRecord(state.host, state.unit, state.model, state.args_hash,
                        state.engine, began, ended, state.state, total, tuple(phases))
 
 

@@ -312,7 +312,7 @@ class HostModel:
     def _typical_for(self, r: Reading) -> Typical | None:
         """The typical durations given, while they are of this start's model and arguments."""
         t = self._typical
-        if t is None or (t.model, t.args_hash) != (getattr(r, "model", None), getattr(r, "args_hash", None)):
+        if t is None or (t.model, t.args_hash) != (r.model, r.args_hash):
             return None
         return t
 

@@ -336,7 +336,7 @@ class HostWatcher:
                         self._typical_key = None  # the start just written counts from now on
             if s.state == "waiting" and s.log_count == 0:
                 return  # nothing read yet: the identity is not known
-            key = (getattr(s, "model", None), getattr(s, "args_hash", None))
+            key = (s.model, s.args_hash)
             if key != self._typical_key:
                 self._typical_key = key
                 typical = await asyncio.to_thread(h.typical, self.spec.name, self.spec.unit, *key)

@@ -25,6 +25,15 @@ def log_cases() -> list[Path]:
                   for p in (q.with_name(q.name.replace(".expected.json", "")) for q in d.glob("*.expected.json")))
 
 
+@pytest.fixture(autouse=True)
+def _own_data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test writes the audit log and the start history (``$UPWATCH_DATA_DIR``) into a folder
+    of its own, never into the user's real data folder."""
+    path = tmp_path_factory.mktemp("upwatch-data")
+    monkeypatch.setenv("UPWATCH_DATA_DIR", str(path))
+    return path
+
+
 # --- real test hosts (tests/testhost.py, tests/netns.py) ------------------------------------------
 
 
