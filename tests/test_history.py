@@ -3,7 +3,6 @@ verdict, and ``upwatch history``: a seeded SQLite file and an injected clock, no
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import sqlite3
@@ -281,10 +280,11 @@ def seed(path: Path) -> None:
     h.close()
 
 
-def test_history_command_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TZ", "UTC")
-    import time
-    time.tzset()
+def _local(t: float) -> str:
+    return datetime.fromtimestamp(t).astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def test_history_command_text(tmp_path: Path) -> None:
     seed(tmp_path / "history.sqlite3")
     out, err = StringIO(), StringIO()
     assert run_history([], as_json=False, out=out, err=err, path=tmp_path / "history.sqlite3") == 0
@@ -293,17 +293,16 @@ def test_history_command_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         "b?[31m[bold]x  sglang.service · sglang\n"
         "  model      (not printed by the engine)\n"
         "  arguments  (no argument dump)\n"
-        "  starts     1 ready, 0 failed; last began 2025-11-24 16:00 (ready)\n"
+        f"  starts     1 ready, 0 failed; last began {_local(T0)} (ready)\n"
         "  median     ready in 3m00s, over the last 1 ready start\n"
         "  phases     starting 20s · weight load 1m40s · graph capture 1m00s\n"
         "\n"
         "h  sglang.service · sglang\n"
         "  model      Qwen/Qwen3-8B\n"
         "  arguments  abcdef012345\n"
-        "  starts     3 ready, 1 failed; last began 2025-11-24 21:00 (failed)\n"
+        f"  starts     3 ready, 1 failed; last began {_local(T0 + 5 * 3600)} (failed)\n"
         "  median     ready in 3m10s, over the last 3 ready starts\n"
         "  phases     starting 20s · weight load 1m50s · graph capture 1m00s\n")
-    time.tzset()
 
 
 def test_history_command_json_and_filter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
