@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from probes.journal import Record
 from probes.reader import Reading, StartupReader
 from probes.state import (GpuApps, GpuOrphans, GpuReading, Health, HostState, LogEntry, PhaseSpan, ProbeFailure, ProbeOk,
-                          UnitState, Verdict)
+                          Typical, UnitState, Verdict)
 from probes.verdict import verdict_for
 
 #: How many log entries a host keeps for the log pane (oldest dropped first).
@@ -58,7 +58,8 @@ class HostModel:
     Events accepted by :meth:`apply`: a journal :class:`~probes.journal.Record`, a
     :class:`~probes.state.UnitState`, a :class:`~probes.state.GpuReading`, a
     :class:`~probes.state.Health`, a :class:`~probes.state.ProbeFailure`, a
-    :class:`~probes.state.ProbeOk`; anything else raises ``TypeError``.
+    :class:`~probes.state.ProbeOk`, a :class:`~probes.state.Typical` (shown while the start's
+    model and engine-argument hash match it); anything else raises ``TypeError``.
     """
 
     def __init__(self, host: str, unit: str, engine: str | None = None, log_keep: int = LOG_KEEP,
@@ -91,6 +92,7 @@ class HostModel:
         self._reading: Reading | None = None
         self._cached: tuple[int, HostState] | None = None
         self._judged: tuple[HostState, Verdict | None, HostState] | None = None
+        self._typical: Typical | None = None
 
     # --- events -------------------------------------------------------------------------------
 
@@ -156,6 +158,8 @@ class HostModel:
             else:
                 # Keep when it began; take the latest reason and attempt count.
                 self._failures[event.probe] = dataclasses.replace(event, time=known.time)
+        elif isinstance(event, Typical):
+            self._typical = event
         elif isinstance(event, ProbeOk):
             self._failures.pop(event.probe, None)
             # One probe got through, so the connection is back: connection failures of the others
@@ -317,8 +321,16 @@ class HostModel:
             gpu_changed_at=self._gpu_changed_at, health_stale=health_stale,
             health_early_since=self._health_early_since,
             gpu_orphans=self._gpu_orphans.orphans if self._gpu_orphans is not None else None,
+            typical=self._typical_for(r),
             updated=self._newest,
         )
+
+    def _typical_for(self, r: Reading) -> Typical | None:
+        """The typical durations given, while they are of this start's model and arguments."""
+        t = self._typical
+        if t is None or (t.model, t.args_hash) != (r.model, r.args_hash):
+            return None
+        return t
 
 
 def _readiness(unit: UnitState | None, health: Health | None) -> str:

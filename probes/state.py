@@ -233,7 +233,7 @@ class Verdict:
     """One sentence that says what is wrong, with a level from :data:`LEVELS`, the rule's id
     (``stale``, ``ssh``, ``not_found``, ``restart_loop``, ``failed``, ``unit_failed``,
     ``gpu_orphans``, ``stalled``, ``stale_health``, ``not_serving``, ``no_gpu_memory``,
-    ``previous_failed``, ``unhealthy``; "" when not given) and the evidence, one short line each."""
+    ``previous_failed``, ``slower``, ``unhealthy``; "" when not given) and the evidence, one short line each."""
 
     level: str
     sentence: str
@@ -250,6 +250,36 @@ class PhaseSpan:
     began: float | None
     duration_s: float | None
     text: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Typical:
+    """How long earlier comparable starts took (same host, unit, model and engine-argument hash),
+    from the start history (``probes/history.py``). Also an event: the watcher applies it to the
+    model, which shows it in :attr:`HostState.typical` while the start's identity matches.
+
+    Attributes:
+        host, unit: the host's name and unit. model, args_hash: the identity compared on (None:
+            the engine printed none; compared as such).
+        n: how many ready starts the medians are taken over (the last ones, at most 20).
+        total_s: median seconds from a start's first line to ready, or None.
+        phases: ``(phase id, median seconds, starts that had the phase)`` in phase order.
+    """
+
+    host: str
+    unit: str
+    model: str | None
+    args_hash: str | None
+    n: int
+    total_s: float | None
+    phases: tuple[tuple[str, float, int], ...] = ()
+
+    def phase_s(self, phase: str) -> float | None:
+        """The median seconds of ``phase`` in the starts that had it, or None."""
+        for p, med, _ in self.phases:
+            if p == phase:
+                return med
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,6 +325,7 @@ class HostState:
         health_stale: ``/health`` is OK but was answered by an earlier process (``MainPID`` or
             ``InvocationID`` changed since it turned OK, and the new start has not logged ready).
         gpu_orphans: processes holding GPU memory outside the unit's cgroup; None before a look.
+        typical: how long earlier comparable starts took (medians), or None without history.
         verdict: what is wrong, in one sentence, or None when nothing is.
         updated: the time of the newest data in this snapshot.
         health_early_since: since when ``/health`` has answered OK while the log says the server
@@ -340,6 +371,7 @@ class HostState:
     gpu_changed_at: float | None = None
     health_stale: bool = False
     gpu_orphans: tuple[GpuOrphan, ...] | None = None
+    typical: Typical | None = None
     verdict: Verdict | None = None
     updated: float | None = None
     model: str | None = None

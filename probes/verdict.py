@@ -12,6 +12,7 @@ import time as _time
 from collections.abc import Mapping
 
 from probes.engines.base import PHASES
+from probes.eta import slower_sentence
 from probes.state import HostState, Verdict
 
 #: Shown labels of the phase ids.
@@ -267,6 +268,10 @@ def verdict_for(s: HostState, now: float, stall_after: Mapping[str, float] | Non
         n = f", restart counter at {s.restart_counter}" if s.restart_counter is not None else ""
         return Verdict("warning", kind="previous_failed", sentence=f"The previous start failed with {cause_words(s.error.cause)}; "
                                   f"this is start {s.starts}{n}.")
+    if s.typical is not None and s.state == "loading":
+        slow = slower_sentence(s, now)
+        if slow is not None:
+            return Verdict("warning", kind="slower", sentence=slow[0], evidence=slow[1])
     if s.state == "ready" and s.readiness in ("port_closed", "http_unhealthy", "inactive"):
         h = s.health.detail if s.health is not None and s.readiness != "inactive" else s.readiness
         return Verdict("warning", kind="unhealthy", sentence=f"The log says ready but the server is not healthy ({h}).")

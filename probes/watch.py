@@ -26,6 +26,7 @@ from probes import gpu as gpu_probe
 from probes import health as health_probe
 from probes import unit as unit_probe
 from probes.clock import Clock
+from probes.history import History
 from probes.journal import RecordError, parse_record
 from probes.model import CONNECTION_KINDS, HostModel
 from probes.runner import ProbeError, Runner
@@ -210,6 +211,10 @@ class HostWatcher:
             reconnects.
         gpu_source: sample GPUs with this (a :class:`~probes.gpu.NvmlSource` for a local host)
             instead of streaming ``nvidia-smi`` through the runner.
+        history: the start history: each finished start is written to it, and the typical
+            durations of the current start's kind are read from it (see :meth:`sync_history`);
+            None keeps no history.
+        history_every_s: how often (clock seconds) the history task looks at the state.
     """
 
     def __init__(self, spec: HostSpec, runner: Runner, clock: Clock,
@@ -217,7 +222,8 @@ class HostWatcher:
                  unit_interval_s: float = 1.0, health_interval_s: float = 2.0,
                  gpu_interval_s: float = 1.0, apps_interval_s: float = 5.0,
                  serving_every_s: float = 30.0, retry_s: float = 2.0, retry_max_s: float = 30.0,
-                 gpu_source: gpu_probe.NvmlSource | None = None) -> None:
+                 gpu_source: gpu_probe.NvmlSource | None = None, history: History | None = None,
+                 history_every_s: float = 1.0) -> None:
         self.spec = spec
         self.runner = runner
         self.clock = clock
@@ -235,6 +241,11 @@ class HostWatcher:
         self._tasks: list[asyncio.Task[None]] = []
         self._unit_seen = asyncio.Event()
         self._uuid_index: dict[str, int] = {}
+        self.history = history
+        self.history_every_s = history_every_s
+        self._history_lock = asyncio.Lock()
+        self._recorded: tuple[float, str] | None = None
+        self._typical_key: tuple[str | None, str | None] | None = None
 
     @property
     def name(self) -> str:
@@ -273,6 +284,8 @@ class HostWatcher:
         for name, coro in (("journal", self._journal()), ("unit", self._unit()),
                            ("gpu", self._gpu()), ("gpu_apps", self._gpu_apps()), ("health", self._health())):
             self._tasks.append(asyncio.create_task(coro, name=f"{self.spec.name}:{name}"))
+        if self.history is not None:
+            self._tasks.append(asyncio.create_task(self._history_loop(), name=f"{self.spec.name}:history"))
 
     async def stop(self) -> None:
         """Cancel the probes and close the runner (which ends every remote process it started)."""
@@ -301,6 +314,46 @@ class HostWatcher:
             await asyncio.gather(*self._tasks)
         finally:
             await self.stop()
+
+    # --- history ---------------------------------------------------------------------------------
+
+    async def sync_history(self) -> None:
+        """Bring the history and the model up to date once: write the current start when it has
+        just finished (ready or failed; once per beginning), and look up the typical durations
+        when the start's identity (model, engine-argument hash) is new or a start was just
+        written. SQLite runs in a thread (``asyncio.to_thread``). Never raises: a history that
+        fails turns itself off (:attr:`History.problem`)."""
+        h = self.history
+        if h is None or not h.ok:
+            return
+        async with self._history_lock:
+            s = self.state()
+            if s.state in ("ready", "failed") and s.start_began is not None:
+                mark = (round(s.start_began, 3), s.state)
+                if mark != self._recorded:
+                    self._recorded = mark
+                    if await asyncio.to_thread(h.record, s):
+                        self._typical_key = None  # the start just written counts from now on
+            if s.state == "waiting" and s.log_count == 0:
+                return  # nothing read yet: the identity is not known
+            key = (s.model, s.args_hash)
+            if key != self._typical_key:
+                self._typical_key = key
+                typical = await asyncio.to_thread(h.typical, self.spec.name, self.spec.unit, *key)
+                if typical is not None:
+                    self._apply(typical)
+
+    async def _history_loop(self) -> None:
+        while True:
+            try:
+                await self.sync_history()
+            except Exception as exc:  # never let the history stop the probes
+                if self.history is not None:
+                    self.history.problem = f"history off: {type(exc).__name__}: {exc}"
+                return
+            if self.history is None or not self.history.ok:
+                return
+            await self.clock.sleep(self.history_every_s)
 
     # --- plumbing --------------------------------------------------------------------------------
 

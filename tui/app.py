@@ -20,6 +20,7 @@ from textual.worker import Worker, WorkerState
 from probes.actions import AuditLog
 from probes.clock import Clock, WallClock
 from probes.gpu import NvmlSource
+from probes.history import History
 from probes.runner import Runner
 from probes.watch import HostSpec, HostWatcher
 from tui.actions import ActionController
@@ -43,18 +44,21 @@ class UpwatchApp(App[None]):
     def __init__(self, config: Config, runner_factory: RunnerFactory, clock: Clock | None = None,
                  *, start_watchers: bool = True,
                  gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None = None,
-                 read_only: bool | None = None, audit: AuditLog | None | str = "default") -> None:
+                 read_only: bool | None = None, audit: AuditLog | None | str = "default",
+                 history: History | None | str = "default") -> None:
         super().__init__()
         self.config = config
         self.clock = clock or WallClock()
         self.title = config.title
         self.watchers: dict[str, HostWatcher] = {}
+        self.history: History | None = History() if history == "default" else history  # type: ignore[assignment]
         for spec in config.hosts:
             self.watchers[spec.name] = HostWatcher(
                 spec, runner_factory(spec), self.clock, self._mark_dirty,
                 unit_interval_s=config.unit_interval_s, health_interval_s=config.health_interval_s,
                 gpu_interval_s=config.gpu_interval_s,
-                gpu_source=gpu_source_factory(spec) if gpu_source_factory is not None else None)
+                gpu_source=gpu_source_factory(spec) if gpu_source_factory is not None else None,
+                history=self.history)
         self._dirty: set[str] = set(self.watchers)
         self._pushed: dict[str, object] = {}
         self._last_flush = 0.0
@@ -70,6 +74,8 @@ class UpwatchApp(App[None]):
         return OverviewScreen(list(self.watchers))
 
     def on_mount(self) -> None:
+        if self.history is not None and self.history.problem:
+            self.notify(self.history.problem, title="start history", severity="warning", markup=False)
         if self._start_watchers:
             for w in self.watchers.values():
                 self.run_worker(w.run(), name=f"watch {w.name}", group="watchers", exit_on_error=False)
@@ -158,7 +164,8 @@ class UpwatchApp(App[None]):
 def make_app(config: Config, runner_factory: RunnerFactory, clock: Clock | None = None,
              *, start_watchers: bool = True,
              gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None = None,
-             read_only: bool | None = None, audit: AuditLog | None | str = "default") -> UpwatchApp:
+             read_only: bool | None = None, audit: AuditLog | None | str = "default",
+             history: History | None | str = "default") -> UpwatchApp:
     """Build the dashboard for the CLI, the tests and the screenshot script alike.
 
     Args:
@@ -170,6 +177,9 @@ def make_app(config: Config, runner_factory: RunnerFactory, clock: Clock | None 
         read_only: refuse every action (restart, stop, kill ...); None: ``config.read_only``.
         audit: the actions' audit log: ``"default"`` (``audit.jsonl`` in the user data folder,
             ``$UPWATCH_DATA_DIR`` overrides), an :class:`~probes.actions.AuditLog`, or None (none).
+        history: the start history (durations, ETA): ``"default"`` (``history.sqlite3`` in the
+            user data folder), a :class:`~probes.history.History`, or None (none: the demo).
     """
     return UpwatchApp(config, runner_factory, clock, start_watchers=start_watchers,
-                      gpu_source_factory=gpu_source_factory, read_only=read_only, audit=audit)
+                      gpu_source_factory=gpu_source_factory, read_only=read_only, audit=audit,
+                      history=history)

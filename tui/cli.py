@@ -15,6 +15,9 @@ Subcommands:
   host, printed (:func:`tui.status.run_status`). Exit 0 every host answered, 4 one could not be
   reached, 2 bad configuration or arguments.
 
+* ``upwatch history [--json] [HOST ...]``: how long earlier starts took, per host, unit, model and
+  engine arguments (:func:`tui.history.run_history`). Exit 0, or 2 when the history cannot be read.
+
 * ``upwatch replay PATH [--engine NAME] [--unit UNIT] [--json]``: read a saved log (``-`` for
   standard input) and print its startup timeline and final state. Exit 0 when the log was read,
   2 when it could not be (one line on stderr says why).
@@ -47,7 +50,7 @@ EXIT_UNREACHABLE = 4
 EXIT_WAIT_USAGE = 64
 
 #: The subcommands; the first word of argv that is not an option picks one (see :func:`main`).
-COMMANDS = ("replay", "config", "status", "wait")
+COMMANDS = ("replay", "config", "status", "wait", "history")
 
 _WHERE = ("The hosts come from hosts.toml in the user's config folder (~/.config/upwatch/hosts.toml\n"
           "on Linux), or the file named by $UPWATCH_CONFIG, or by --config PATH.")
@@ -89,13 +92,15 @@ def build_dashboard_parser() -> argparse.ArgumentParser:
     """
     parser = argparse.ArgumentParser(
         prog="upwatch", usage="%(prog)s [-h] [--version] [--demo [--speed N]] [--config PATH] [--read-only] [HOST ...]\n"
-                              "       %(prog)s {replay,config,status} ...",
+                              "       %(prog)s {replay,config,status,wait,history} ...",
         description=textwrap.fill(_DESCRIPTION, 78), formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=f"{_WHERE}\n{_QUICK}\n\n"
                "commands:\n"
                "  replay PATH        read a saved log and print its startup timeline\n"
                "  config             print the effective configuration and where each value came from\n"
-               "  status             look at each host once and print its state (for scripts)\n"
+               "  status             look at each host once and print its state (--watch: a JSON line per change)\n"
+               "  wait HOST          block until the unit's new process is ready; exit 0/1/2/3/4 (for scripts)\n"
+               "  history [HOST]     how long earlier starts took (medians per phase)\n"
                "  (upwatch COMMAND --help for more)",
     )
     _add_common(parser)
@@ -180,6 +185,20 @@ def build_parser() -> argparse.ArgumentParser:
                         help="give up after this long: 90s, 30m, 1h (default 30m)")
     _add_config_option(waiter)
     _add_hosts(waiter, "one host: a configured host's name, or a quick form [user@]host[:port]/unit")
+    history = sub.add_parser(
+        "history", help="how long earlier starts took (medians per phase)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Print the start history: for each host, unit, model and engine-argument hash, how\n"
+                    "many starts were ready and failed, the median of each phase and of the whole start\n"
+                    "over the last 20 ready ones, and when the newest began. The dashboard and `upwatch\n"
+                    "status` write every start that ends ready or failed to history.sqlite3 in the user\n"
+                    "data folder (~/.local/share/upwatch; $UPWATCH_DATA_DIR overrides the folder).\n\n"
+                    "Exit status: 0 (also when nothing is recorded yet), 2 the history file cannot be read.",
+    )
+    history.add_argument("--json", action="store_true",
+                         help="print a JSON list (host, unit, model, args_hash, engine, ready, failed, "
+                              "typical_starts, median_total_s, median_phases_s, last_start, last_outcome)")
+    history.add_argument("hosts", nargs="*", metavar="HOST", help="a host's name as configured (default: all)")
     return parser
 
 
@@ -219,6 +238,10 @@ def main(argv: list[str] | None = None) -> int:
             return _status(args)
         if command == "wait":
             return _wait(args)
+        if command == "history":
+            from tui.history import run_history
+
+            return run_history(args.hosts, as_json=args.json, out=sys.stdout, err=sys.stderr)
         return _dashboard(parser, args)
     except ConfigError as exc:
         print(f"upwatch: {exc}", file=sys.stderr)

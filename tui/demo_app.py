@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from probes.clock import Clock, ScaledClock
+from probes.history import History
 from probes.replay import ReplayRunner
 from probes.watch import HostSpec
 from tui.app import UpwatchApp, make_app
@@ -11,7 +12,7 @@ from tui.demo import demo_scenarios
 
 
 def make_demo_app(speed: float = 10.0, clock: Clock | None = None, start: float | None = None,
-                  read_only: bool = False) -> UpwatchApp:
+                  read_only: bool = False, history: History | None = None) -> UpwatchApp:
     """The demo app: the scenarios of :func:`tui.demo.demo_scenarios`, each behind a
     :class:`~probes.replay.ReplayRunner`, on a clock running ``speed`` times faster than real.
 
@@ -21,6 +22,8 @@ def make_demo_app(speed: float = 10.0, clock: Clock | None = None, start: float 
         start: the scenarios' start time, epoch seconds (default: the clock's now).
         read_only: the actions are off. (They are on otherwise, against the simulated hosts, and
             not written to the audit log.)
+        history: a start history to show typical durations from and write to (tests, the
+            screenshot script); None (the default) keeps the demo's starts out of any history.
     """
     clock = clock or ScaledClock(speed)
     t0 = clock.now() if start is None else start
@@ -28,7 +31,7 @@ def make_demo_app(speed: float = 10.0, clock: Clock | None = None, start: float 
     config = Config(hosts=tuple(HostSpec(s.host, s.unit, s.port, s.engine) for s in scenarios.values()),
                     title="upwatch demo")
     return make_app(config, lambda spec: ReplayRunner(scenarios[spec.name], clock, start=t0), clock,
-                    read_only=read_only, audit=None)
+                    read_only=read_only, audit=None, history=history)
 
 
 async def advance_demo(app: UpwatchApp, clock, pilot, seconds: float, *, host: str | None = None,

@@ -19,7 +19,9 @@ from datetime import datetime
 from typing import IO, Any
 
 from probes.clock import Clock, WallClock
+from probes.eta import eta_for, typical_words
 from probes.gpu import NvmlSource
+from probes.history import History
 from probes.model import CONNECTION_KINDS
 from probes.runner import Runner
 from probes.state import HostState
@@ -44,7 +46,7 @@ def connection_text(s: HostState) -> str:
     return "ok" if f is None else f.message
 
 
-def host_json(spec: HostSpec, s: HostState) -> dict[str, Any]:
+def host_json(spec: HostSpec, s: HostState, now: float | None = None) -> dict[str, Any]:
     """One host's snapshot as a JSON-ready dict.
 
     Keys: ``host``, ``unit``, ``engine``, ``state`` (``waiting``, ``loading``, ``ready``,
@@ -57,7 +59,8 @@ def host_json(spec: HostSpec, s: HostState) -> dict[str, Any]:
     time ISO 8601, or null), ``cause``, ``hint``, ``last_line``, ``verdict`` (``{"level"
     (ok, info, warning, error), "kind", "sentence", "evidence"}``), ``gpu_orphans`` (``pid``,
     ``command``, ``mem_mib``, ``gpu_index`` of processes holding GPU memory outside the unit's
-    cgroup; null before a look), ``connection`` (``ok`` or the reason), ``probe_errors`` (probe → message).
+    cgroup; null before a look), ``connection`` (``ok`` or the reason), ``probe_errors`` (probe → message),
+    ``typical`` (earlier comparable starts, see :func:`typical_json`; ``now``: the clock's, for the ETA).
     """
     gpus = []
     if s.gpus is not None:
@@ -95,7 +98,21 @@ def host_json(spec: HostSpec, s: HostState) -> dict[str, Any]:
                          for o in s.gpu_orphans] if s.gpu_orphans is not None else None),
         "connection": connection_text(s),
         "probe_errors": {f.probe: f.message for f in s.failures},
+        "typical": typical_json(s, now),
     }
+
+
+def typical_json(s: HostState, now: float | None) -> dict[str, Any] | None:
+    """How earlier comparable starts went, for ``--json``: ``{"starts", "total_s", "phases"
+    (phase id → median seconds), "eta_s" (seconds to ready, loading only, or null), "slower"}``,
+    or null without history."""
+    t = s.typical
+    if t is None:
+        return None
+    e = eta_for(s, now) if now is not None else None
+    return {"starts": t.n, "total_s": t.total_s, "phases": {p: med for p, med, _ in t.phases},
+            "eta_s": None if e is None or e.remaining_s is None else round(e.remaining_s, 1),
+            "slower": bool(e is not None and e.slower)}
 
 
 def _ok_sentence(s: HostState) -> str:
@@ -105,9 +122,10 @@ def _ok_sentence(s: HostState) -> str:
     return f"{s.state.capitalize()}, nothing wrong seen."
 
 
-def format_host(spec: HostSpec, s: HostState, connection: str | None = None) -> str:
+def format_host(spec: HostSpec, s: HostState, connection: str | None = None, now: float | None = None) -> str:
     """One host's snapshot as a few aligned lines of plain text (host text is not interpreted);
-    ``connection`` overrides :func:`connection_text` (e.g. "no answer within 15 s")."""
+    ``connection`` overrides :func:`connection_text` (e.g. "no answer within 15 s"); ``now`` (epoch
+    seconds) adds how earlier comparable starts went (``graph capture 1:12 of ~1:40 · ready in ~2m``)."""
     from widgets.fmt import PHASE_LABELS, RUNG_WORDS  # plain dicts; no widget is built
 
     rows: list[tuple[str, str]] = []
@@ -117,6 +135,9 @@ def format_host(spec: HostSpec, s: HostState, connection: str | None = None) -> 
         p = s.progress
         phase += f" {p.done:g}/{p.total:g} ({p.fraction:.0%})"
     rows.append(("state", state if phase.lower() == state else f"{state} · {phase}"))
+    usual = typical_words(s, now) if now is not None else ""
+    if usual:
+        rows.append(("usually", usual))
     rows.append(("readiness", RUNG_WORDS.get(s.readiness, s.readiness)))
     rows.append(("restarts", "?" if s.restart_counter is None else str(s.restart_counter)
                  + (" (restart loop)" if s.restart_loop else "")))
@@ -176,7 +197,8 @@ class _Answered:
 
 def _watchers(config: Config, changed: asyncio.Event, clock: Clock,
               runner_factory: Callable[[HostSpec], Runner] | None,
-              gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None) -> list[HostWatcher]:
+              gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None,
+              history: History | None = None) -> list[HostWatcher]:
     if runner_factory is None or gpu_source_factory is None:
         from tui.live import gpu_source_for, runner_for
 
@@ -184,22 +206,25 @@ def _watchers(config: Config, changed: asyncio.Event, clock: Clock,
         gpu_source_factory = gpu_source_factory or gpu_source_for
     return [HostWatcher(spec, runner_factory(spec), clock, lambda _w: changed.set(),
                         unit_interval_s=config.unit_interval_s, health_interval_s=config.health_interval_s,
-                        gpu_interval_s=config.gpu_interval_s, gpu_source=gpu_source_factory(spec))
+                        gpu_interval_s=config.gpu_interval_s, gpu_source=gpu_source_factory(spec),
+                        history=history)
             for spec in config.hosts]
 
 
 async def collect(config: Config, timeout_s: float, *,
                   runner_factory: Callable[[HostSpec], Runner] | None = None,
                   gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None = None,
-                  clock: Clock | None = None) -> list[tuple[HostSpec, HostState, bool]]:
+                  clock: Clock | None = None, history: History | None = None,
+                  ) -> list[tuple[HostSpec, HostState, bool]]:
     """Watch every host until each answered once (or ``timeout_s`` real seconds passed), then stop.
+    With a ``history``, finished starts are written to it and the typical durations read from it.
 
     Returns:
         ``(spec, snapshot, answered)`` per host, in config order. Every remote process started is
         ended before this returns.
     """
     changed = asyncio.Event()
-    watchers = _watchers(config, changed, clock or WallClock(), runner_factory, gpu_source_factory)
+    watchers = _watchers(config, changed, clock or WallClock(), runner_factory, gpu_source_factory, history)
     done = _Answered()
     for w in watchers:
         w.start()
@@ -215,6 +240,7 @@ async def collect(config: Config, timeout_s: float, *,
             except TimeoutError:
                 pass
         answered = [done(w) for w in watchers]
+        await asyncio.gather(*(w.sync_history() for w in watchers))
         return [(w.spec, w.state(), a) for w, a in zip(watchers, answered)]
     finally:
         await asyncio.gather(*(w.stop() for w in watchers), return_exceptions=True)
@@ -241,7 +267,7 @@ async def watch(config: Config, out: IO[str], *, timeout_s: float = 15.0, tick_s
                 stop: asyncio.Event | None = None,
                 runner_factory: Callable[[HostSpec], Runner] | None = None,
                 gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None = None,
-                clock: Clock | None = None) -> None:
+                clock: Clock | None = None, history: History | None = None) -> None:
     """``status --watch``: keep watching every host and write one JSON line per change until
     ``stop`` is set (or the task is cancelled, e.g. by Ctrl-C).
 
@@ -258,7 +284,7 @@ async def watch(config: Config, out: IO[str], *, timeout_s: float = 15.0, tick_s
     """
     clock = clock or WallClock()
     changed = asyncio.Event()
-    watchers = _watchers(config, changed, clock, runner_factory, gpu_source_factory)
+    watchers = _watchers(config, changed, clock, runner_factory, gpu_source_factory, history)
     done = _Answered()
     last: dict[int, dict[str, Any]] = {}
     stop = stop or asyncio.Event()
@@ -276,7 +302,7 @@ async def watch(config: Config, out: IO[str], *, timeout_s: float = 15.0, tick_s
                 key = change_key(s)
                 if key == prev:
                     continue
-                item = host_json(w.spec, s)
+                item = host_json(w.spec, s, clock.now())
                 item["time"] = _local(clock.now())
                 item["phases"] = [{"phase": sp.phase, "began": _local(sp.began),
                                    "duration_s": round(sp.duration_s, 3) if sp.duration_s is not None else None}
@@ -312,12 +338,19 @@ def run_status_watch(config: Config, *, timeout_s: float, out: IO[str],
             except (NotImplementedError, RuntimeError):  # not the main thread (tests)
                 pass
         await watch(config, out, timeout_s=timeout_s, stop=stop, runner_factory=runner_factory,
-                    gpu_source_factory=gpu_source_factory)
+                    gpu_source_factory=gpu_source_factory, history=hist)
 
+    hist = History()
+    if hist.problem:
+        import sys
+
+        print(f"upwatch status: {hist.problem}", file=sys.stderr)
     try:
         asyncio.run(main())
     except BrokenPipeError:
         _quiet_stdout()
+    finally:
+        hist.close()
     return EXIT_OK
 
 
@@ -332,11 +365,23 @@ def _quiet_stdout() -> None:
 
 def run_status(config: Config, *, as_json: bool, timeout_s: float, out: IO[str],
                runner_factory: Callable[[HostSpec], Runner] | None = None,
-               gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None = None) -> int:
+               gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None = None,
+               history: History | None | str = "default") -> int:
     """Print one snapshot per host of ``config`` and return the exit status (0, or 4 when a host
-    could not be reached). ``as_json`` prints a JSON list (:func:`host_json`) instead of text."""
-    results = asyncio.run(collect(config, timeout_s, runner_factory=runner_factory,
-                                  gpu_source_factory=gpu_source_factory))
+    could not be reached). ``as_json`` prints a JSON list (:func:`host_json`) instead of text.
+    ``history``: the start history (``"default"``: the user data folder's; None: none)."""
+    hist = History() if history == "default" else history
+    try:
+        results = asyncio.run(collect(config, timeout_s, runner_factory=runner_factory,
+                                      gpu_source_factory=gpu_source_factory,
+                                      history=hist))  # type: ignore[arg-type]
+    finally:
+        if isinstance(hist, History):
+            hist.close()
+    if isinstance(hist, History) and hist.problem:
+        import sys
+
+        print(f"upwatch status: {hist.problem}", file=sys.stderr)
     unreachable = False
     for spec, s, answered in results:
         if s.stale_since is not None or (not answered and s.unit_state is None):
@@ -353,7 +398,7 @@ def _print(results: list[tuple[HostSpec, HostState, bool]], *, as_json: bool, ti
     if as_json:
         items = []
         for spec, s, answered in results:
-            item = host_json(spec, s)
+            item = host_json(spec, s, time.time())
             if not answered and item["connection"] == "ok" and s.unit_state is None:
                 item["connection"] = f"no answer within {timeout_s:g} s"
             items.append(item)
@@ -367,5 +412,5 @@ def _print(results: list[tuple[HostSpec, HostState, bool]], *, as_json: bool, ti
             if not answered and connection_text(s) == "ok":
                 conn = (f"no answer within {timeout_s:g} s" if s.unit_state is None
                         else f"ok, but not every probe answered within {timeout_s:g} s")
-            out.write(format_host(spec, s, conn))
+            out.write(format_host(spec, s, conn, time.time()))
     out.flush()

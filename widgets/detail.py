@@ -13,6 +13,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
+from probes.eta import typical_words
 from probes.state import HostState
 from widgets.fmt import PHASE_LABELS, duration, hms
 from widgets.text import host_text, plain
@@ -88,7 +89,10 @@ _DETAIL_CLASSES = {"detail--muted", "detail--ok", "detail--current", "detail--wa
 
 class PhaseTimeline(_StateView):
     """Each phase of the current start: label, when it began (HH:MM:SS UTC), how long it took, and
-    the line that began it. The current phase's duration runs from ``now``."""
+    the line that began it. The current phase's duration runs from ``now``. With a start history
+    (``state.typical``), each phase's median (``~1m40s``) follows its duration, and a last line
+    says how many earlier starts the medians are over, and one more, while loading, where this start
+    stands (:func:`probes.eta.typical_words`)."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = _DETAIL_CLASSES
     DEFAULT_CSS = "PhaseTimeline { height: auto; width: 1fr; " + _DETAIL_CSS + "}"
@@ -126,11 +130,25 @@ class PhaseTimeline(_StateView):
             line.append(f"{icon} {label:<13} ", style)
             line.append(f"{hms(span.began)} ", self._style("detail--muted"))
             line.append(f"{dur:>8}  ")
+            if state.typical is not None:
+                med = state.typical.phase_s(span.phase)
+                line.append(f"{'~' + duration(med) if med is not None else '':>6}  ", self._style("detail--muted"))
             rest = max(0, width - line.cell_len)
             if span.text and rest > 4:
                 line.append_text(host_text(span.text, max_chars=rest, style=self._style("detail--muted")))
             line.truncate(width)
             out.append_text(line)
+        t = state.typical
+        if t is not None:
+            words = f"{t.n} earlier start{'s' if t.n != 1 else ''}"
+            words += f": ready in ~{duration(t.total_s)}" if t.total_s is not None else ""
+            out.append("\n")
+            out.append(words[:max(1, width)], self._style("detail--muted"))
+            now_words = typical_words(state, now) if now else ""
+            if now_words:
+                out.append("\n")
+                out.append(now_words[:max(1, width)],
+                           self._style("detail--warning" if "slower than usual" in now_words else "detail--muted"))
         return out
 
 

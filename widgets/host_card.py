@@ -5,7 +5,7 @@
     ╭─ gpu-a1 ──────────────────────────────────────────────────────────────────────╮
     │ LOADING  sglang.service · sglang · port closed · restarts 2                    │
     │ ✓ Start    ✓ Dl       ✓ Weights  ▸ Init     Graph      Warm       Ready       │
-    │ shards 14/14 · in Init 1m12s · since start 4m03s                               │
+    │ shards 14/14 · in Init 1m12s of ~1m40s · ready in ~2m · since start 4m03s      │
     │ 0 ━━━━━─  71G  99% 1 ━━━━━─  71G  98% 2 ━━━━━─  71G  97% 3 ━━━━━─  71G  96%  │
     │ 4 ━━━━━─  71G  99% 5 ━━━━━─  71G  98% 6 ━━━━━─  71G  97% 7 ━━━━━─  71G  96%  │
     │ › Capture cuda graph begin. This can take up to several minutes.               │
@@ -31,6 +31,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from probes.eta import about, eta_for
 from probes.state import HostState
 from probes.verdict import headline, reconnect_words
 from widgets.fmt import PHASE_LABELS, RUNG_WORDS, duration
@@ -86,7 +87,7 @@ def _header_key(s: HostState) -> tuple:
 
 
 def _times_key(s: HostState) -> tuple:
-    return (s.state, s.phase, s.progress, s.phase_began, s.start_began, s.phases, s.starts, s.failed_at)
+    return (s.state, s.phase, s.progress, s.phase_began, s.start_began, s.phases, s.starts, s.failed_at, s.typical)
 
 
 class HostCard(Widget, can_focus=True):
@@ -297,10 +298,14 @@ class HostCard(Widget, can_focus=True):
         if s.state == "loading":
             if s.progress is not None and s.progress.phase == s.phase:
                 parts.append(f"{progress_label(s.progress)} ({s.progress.fraction:.0%})")
+            e = eta_for(s, now) if now else None
             if now and s.phase_began is not None:
-                parts.append(f"in {label} {duration(now - s.phase_began)}")
+                usual = f" of ~{duration(e.phase_typical_s)}" if e is not None and e.phase_typical_s is not None else ""
+                parts.append(f"in {label} {duration(now - s.phase_began)}{usual}")
             else:
                 parts.append(f"in {label}")
+            if e is not None and e.remaining_s is not None:
+                parts.append("slower than usual" if e.slower else f"ready in {about(e.remaining_s)}")
             if now and s.start_began is not None:
                 parts.append(f"since start {duration(now - s.start_began)}")
         elif s.state == "ready":
