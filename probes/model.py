@@ -298,6 +298,7 @@ class HostModel:
             last_log_at=self._last_log_at, log_count=self.seq,
             failures=tuple(self._failures[k] for k in sorted(self._failures)), stale_since=stale,
             reconnect_attempt=attempt, failed_starts=r.failed_starts, gave_up=r.gave_up, restarts_seen=self._restarts_seen,
+            model=r.model, args_hash=r.args_hash,
             gpu_changed_at=self._gpu_changed_at, health_stale=health_stale,
             gpu_orphans=self._gpu_orphans.orphans if self._gpu_orphans is not None else None,
             updated=self._newest,

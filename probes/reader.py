@@ -30,6 +30,7 @@ from datetime import datetime
 from probes.engines import ENGINES, IDENTS, PHASE_INDEX, PHASES, bars_for, hint_for, matcher_for
 from probes.engines.common import EXCEPTION_RE, GO_ERROR_RE
 from probes.logline import MAX_LINE_CHARS, Line, Stamp, frames, parse
+from probes.identity import identify
 
 _STARTING, _DOWNLOAD, _WARMUP, _READY = (PHASE_INDEX[p] for p in ("starting", "download", "warmup", "ready"))
 
@@ -147,6 +148,9 @@ class Reading:
             own line), ISO text as in :class:`PhaseMark`, or None.
         failed_starts: the failed starts since the last ready (the restart loop's iterations,
             oldest first; the last start included when it failed).
+        model: the model the last start serves (a hub id or a path), or None (see
+            :mod:`probes.identity`).
+        args_hash: 12 hex digits identifying the last start's engine arguments, or None.
     """
 
     engine: str
@@ -166,6 +170,8 @@ class Reading:
     last_line: str = ""
     began: str | None = None
     failed_starts: tuple[FailedStart, ...] = ()
+    model: str | None = None
+    args_hash: str | None = None
 
     @property
     def phases_seen(self) -> list[str]:
@@ -241,6 +247,8 @@ class _Start:
     stopping: bool = False
     stopped: bool = False
     invocation: str | None = None
+    model: str | None = None            # what the start serves (probes/identity.py)
+    args_hash: str | None = None
 
     def host_phase(self) -> int:
         """The host's phase: the main process's, or the slowest rank's when that is further.
@@ -453,6 +461,11 @@ class StartupReader:
             start.evidence = True
             start.first = self._mark("starting", ln)
         start.output = True
+        if start.args_hash is None and "model" in msg:
+            ident = identify(msg)
+            if ident is not None and (ident.args_hash is not None or start.model is None):
+                start.model = ident.model or start.model
+                start.args_hash = ident.args_hash
         if '"GET /' not in ln.msg or _PROBE_ACCESS_RE.search(ln.msg) is None:
             self._last_line = ln.text
         if phase_rule is not None:
@@ -757,6 +770,8 @@ class StartupReader:
             began=_resolve(cur.first)[0] if cur.first is not None and _resolve(cur.first) else None,
             failed_starts=tuple(([] if cur.ready else self._streak_starts)
                                 + ([self._failed_start(cur)] if cur.failed else [])),
+            model=cur.model,
+            args_hash=cur.args_hash,
         )
 
     def _hint(self, cur: _Start) -> str:

@@ -297,6 +297,9 @@ class HostState:
         gpu_orphans: processes holding GPU memory outside the unit's cgroup; None before a look.
         verdict: what is wrong, in one sentence, or None when nothing is.
         updated: the time of the newest data in this snapshot.
+        model: the model the current start serves (hub id or path), from the engine's own lines,
+            or None. args_hash: 12 hex digits of the engine's argument dump, or None (see
+            :mod:`probes.identity`).
     """
 
     host: str
@@ -335,6 +338,8 @@ class HostState:
     gpu_orphans: tuple[GpuOrphan, ...] | None = None
     verdict: Verdict | None = None
     updated: float | None = None
+    model: str | None = None
+    args_hash: str | None = None
 
     def failure(self, probe: str) -> ProbeFailure | None:
         """The current failure of ``probe`` (``journal``, ``unit``, ``gpu``, ``health``), or None."""
