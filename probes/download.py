@@ -50,8 +50,6 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from probes.unit import parse_properties
-
 #: Seconds between two looks at the folder while a download is being watched.
 SAMPLE_INTERVAL_S = 5.0
 #: The rate is the growth over the samples of the last this many seconds.
@@ -235,6 +233,8 @@ def unit_env_argv(unit: str, *, user_unit: bool = False) -> list[str]:
 def parse_unit_env(text: str) -> tuple[dict[str, str], str | None]:
     """The unit's ``Environment=`` as a dict and its ``User=`` (None when empty: root for a system
     unit), from :func:`unit_env_argv`'s output."""
+    from probes.unit import parse_properties  # probes.unit imports probes.state, which imports us
+
     props = parse_properties(text)
     return parse_environment(props.get("Environment", "")), (props.get("User") or None)
 
