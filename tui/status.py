@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import IO, Any
 
 from probes.clock import Clock, WallClock
+from probes.download import download_words
 from probes.gpu import NvmlSource
 from probes.model import CONNECTION_KINDS
 from probes.runner import Runner
@@ -56,7 +57,10 @@ def host_json(spec: HostSpec, s: HostState) -> dict[str, Any]:
     time ISO 8601, or null), ``cause``, ``hint``, ``last_line``, ``verdict`` (``{"level"
     (ok, info, warning, error), "kind", "sentence", "evidence"}``), ``gpu_orphans`` (``pid``,
     ``command``, ``mem_mib``, ``gpu_index`` of processes holding GPU memory outside the unit's
-    cgroup; null before a look), ``connection`` (``ok`` or the reason), ``probe_errors`` (probe → message).
+    cgroup; null before a look), ``connection`` (``ok`` or the reason), ``probe_errors`` (probe → message),
+    ``download`` (``{"bytes", "expected_bytes", "rate_bps", "eta_s"}`` while a start downloads into
+    the hub cache, the folder measured; ``expected_bytes``, ``rate_bps``, ``eta_s`` null when
+    unknown; null otherwise).
     """
     gpus = []
     if s.gpus is not None:
@@ -94,6 +98,10 @@ def host_json(spec: HostSpec, s: HostState) -> dict[str, Any]:
                          for o in s.gpu_orphans] if s.gpu_orphans is not None else None),
         "connection": connection_text(s),
         "probe_errors": {f.probe: f.message for f in s.failures},
+        "download": ({"bytes": d.bytes, "expected_bytes": d.expected_bytes,
+                      "rate_bps": round(d.rate_bps, 1) if d.rate_bps is not None else None,
+                      "eta_s": round(d.eta_s, 1) if d.eta_s is not None else None}
+                     if (d := s.download) is not None else None),
     }
 
 
@@ -116,6 +124,8 @@ def format_host(spec: HostSpec, s: HostState, connection: str | None = None) -> 
         p = s.progress
         phase += f" {p.done:g}/{p.total:g} ({p.fraction:.0%})"
     rows.append(("state", state if phase.lower() == state else f"{state} · {phase}"))
+    if s.download is not None and s.state == "loading":
+        rows.append(("download", download_words(s)))
     rows.append(("readiness", RUNG_WORDS.get(s.readiness, s.readiness)))
     rows.append(("restarts", "?" if s.restart_counter is None else str(s.restart_counter)
                  + (" (restart loop)" if s.restart_loop else "")))

@@ -13,6 +13,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
+from probes.download import download_words
 from probes.state import HostState
 from widgets.fmt import PHASE_LABELS, duration, hms
 from widgets.text import host_text, plain
@@ -88,7 +89,9 @@ _DETAIL_CLASSES = {"detail--muted", "detail--ok", "detail--current", "detail--wa
 
 class PhaseTimeline(_StateView):
     """Each phase of the current start: label, when it began (HH:MM:SS UTC), how long it took, and
-    the line that began it. The current phase's duration runs from ``now``."""
+    the line that began it. The current phase's duration runs from ``now``. Below, while a start
+    downloads: the download's bytes, rate and ETA, the folder measured and when; or why it cannot
+    be measured."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = _DETAIL_CLASSES
     DEFAULT_CSS = "PhaseTimeline { height: auto; width: 1fr; " + _DETAIL_CSS + "}"
@@ -131,7 +134,29 @@ class PhaseTimeline(_StateView):
                 line.append_text(host_text(span.text, max_chars=rest, style=self._style("detail--muted")))
             line.truncate(width)
             out.append_text(line)
+        for line in self._download_lines(state, width):
+            out.append("\n")
+            out.append_text(line)
         return out
+
+    def _download_lines(self, state: HostState, width: int) -> list[Text]:
+        lines = []
+        d = state.download
+        if d is not None:
+            lines.append(Text("  ↓ " + download_words(state), style=self._style("detail--current"), end=""))
+            where = Text("    ", end="")
+            where.append_text(host_text(d.path, max_chars=300, style=self._style("detail--muted")))
+            where.append(f" · measured {hms(d.sampled_at)}", self._style("detail--muted"))
+            lines.append(where)
+        failure = state.failure("download")
+        if failure is not None:
+            line = Text(f"  download: n/a since {hms(failure.time)} — ", style=self._style("detail--error"), end="")
+            line.append_text(host_text(failure.message, max_chars=300))
+            lines.append(line)
+        for line in lines:
+            line.no_wrap = True
+            line.truncate(width)
+        return lines
 
 
 class GpuHistory(_StateView):
