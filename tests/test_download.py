@@ -520,3 +520,50 @@ async def test_live_watcher_shows_a_silent_vllm_download_from_the_units_environm
     finally:
         await w.stop()
         host.stop()
+
+
+class RootCacheHost(CacheHost):
+    """A cache under ``/root`` the SSH user may not enter: the script says ``denied`` unless it
+    runs through ``sudo -n``."""
+
+    async def run(self, argv: Sequence[str], timeout: float = 30.0) -> Completed:
+        argv = tuple(argv)
+        if argv[:2] == ("sh", "-c"):
+            self.calls.append(argv)
+            return Completed(argv, 0, b"denied\n")
+        if argv[:2] == ("sudo", "-n"):
+            self.calls.append(("sudo", "-n"))
+            return await super().run(argv[2:], timeout)
+        return await super().run(argv, timeout)
+
+
+@pytest.mark.parametrize("sudo", [True, False])
+async def test_an_unreadable_cache_is_read_through_sudo_when_allowed(sudo: bool) -> None:
+    clock = ManualClock(T0)
+    host = RootCacheHost()
+    w = HostWatcher(HostSpec("gpu-node-1", "vllm.service", engine="vllm", sudo=sudo), host, clock)  # type: ignore[arg-type]
+    task = asyncio.create_task(w._download())
+    try:
+        for line in VLLM_LINES:
+            journal(w.model, line, T0)
+        host.size = 1
+        await clock.advance(1)
+        host.size = 2
+        await clock.advance(5)
+        s = w.state()
+        look = ("sh", "-c", dl.SAMPLE_SCRIPT, "sh", PATH)
+        if sudo:
+            # systemctl show as the unit probe runs it (sudo -n); the first look as the SSH user is
+            # refused, then every look goes through sudo -n.
+            assert host.calls == [("sudo", "-n"), ("systemctl", "show", "vllm.service", "-p", "Environment,User",
+                                                    "--no-pager"),
+                                  ("getent", "passwd", "nobody"), look, ("sudo", "-n"), look, ("sudo", "-n"), look]
+            assert s.download is not None and s.download.bytes == 2 and s.failure("download") is None
+        else:
+            f = s.failure("download")
+            assert s.download is None and f is not None and f.kind == "permission"
+            assert f.message == f"{PATH}: the SSH user may not read it (set sudo = true for this host, or hf_cache)"
+            assert s.stale_since is None
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
