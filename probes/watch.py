@@ -704,8 +704,10 @@ class HostWatcher:
             s = self.state()
             if not download_probe.wanted(s.state, s.phase, s.progress.phase if s.progress is not None else None,
                                          s.model):
-                if self.model.failing("download"):
-                    self._apply(ProbeOk(self.clock.now(), "download"))  # that download is over
+                if self.model.failing("download") and not self.model.unreachable():
+                    # That download is over. (Not while the host is out of reach: a ProbeOk says
+                    # the connection works.)
+                    self._apply(ProbeOk(self.clock.now(), "download"))
                 await self.clock.sleep(self.unit_interval_s)
                 continue
             repo = download_probe.hub_repo_id(s.model)

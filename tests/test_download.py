@@ -23,7 +23,7 @@ from probes.download import DownloadProgress, DownloadSample
 from probes.journal import parse_record
 from probes.model import HostModel
 from probes.runner import Completed, ProbeError
-from probes.state import HostState
+from probes.state import HostState, ProbeFailure, ProbeOk
 from probes.watch import HostSpec, HostWatcher
 from testhost import TestHost
 
@@ -425,10 +425,16 @@ async def test_a_failing_look_degrades_only_the_download_cell() -> None:
         await clock.advance(5)
         f = w.state().failure("download")
         assert f is not None and f.message == f"{PATH}: du printed no total: 'du 12K\\t.'"
-        # The start moves on: a failure of a download that is over goes with it.
+        # The start moves on, and the link drops: the cell's failure stays while the host is out
+        # of reach (clearing it would say the connection works), and goes once it is back.
+        w.model.apply(ProbeFailure(clock.now(), "journal", "closed", "gpu-node-1: connection lost"))
         journal(w.model, SHARDS, clock.now())
         await clock.advance(5)  # at the next look it would have taken
-        assert w.state().failure("download") is None
+        s = w.state()
+        assert s.stale_since is not None and s.failure("download") is not None
+        w.model.apply(ProbeOk(clock.now(), "journal"))
+        await clock.advance(1)
+        assert w.state().failure("download") is None and w.state().stale_since is None
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
