@@ -12,6 +12,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 
+from probes.download import DownloadSample, progress_from, wanted
 from probes.journal import Record
 from probes.reader import Reading, StartupReader
 from probes.state import (GpuApps, GpuOrphans, GpuReading, Health, HostState, LogEntry, PhaseSpan, ProbeFailure, ProbeOk,
@@ -22,6 +23,8 @@ from probes.verdict import verdict_for
 LOG_KEEP = 5000
 #: GPU samples kept per GPU for the detail screen's sparklines.
 GPU_HISTORY = 120
+#: Looks at the download folder kept (an hour at one every 5 s).
+DOWNLOAD_KEEP = 720
 #: Failure kinds that mean the whole host is out of reach (not just one command).
 #: GPU memory moving by this much (MiB, all GPUs together) counts as progress for stall detection.
 GPU_CHANGE_MIB = 256
@@ -59,7 +62,8 @@ class HostModel:
     :class:`~probes.state.UnitState`, a :class:`~probes.state.GpuReading`, a
     :class:`~probes.state.Health`, a :class:`~probes.state.ProbeFailure`, a
     :class:`~probes.state.ProbeOk`, a :class:`~probes.state.Typical` (shown while the start's
-    model and engine-argument hash match it); anything else raises ``TypeError``.
+    model and engine-argument hash match it), a :class:`~probes.download.DownloadSample`; anything
+    else raises ``TypeError``.
     """
 
     def __init__(self, host: str, unit: str, engine: str | None = None, log_keep: int = LOG_KEEP,
@@ -86,6 +90,7 @@ class HostModel:
         #: when /health first answered OK while the log said the server had not bound its port yet
         self._health_early_since: float | None = None
         self._gpu_hist: dict[int, deque[tuple[float | None, int | None]]] = {}
+        self._download: deque[DownloadSample] = deque(maxlen=DOWNLOAD_KEEP)
         self._failures: dict[str, ProbeFailure] = {}
         self._last_log_at: float | None = None
         self._newest: float | None = None
@@ -132,6 +137,11 @@ class HostModel:
             self._seen(event.time)
         elif isinstance(event, GpuApps):
             self._gpu_apps = event
+            self._seen(event.time)
+        elif isinstance(event, DownloadSample):
+            if self._download and self._download[-1].path != event.path:
+                self._download.clear()  # another model or cache: another download
+            self._download.append(event)
             self._seen(event.time)
         elif isinstance(event, Health):
             if event.rung == "port_closed" and self.unreachable():
@@ -297,6 +307,10 @@ class HostModel:
                 else:
                     health_stale = True
         readiness = _readiness(unit, self._health)
+        download = None
+        if self._download and wanted(state, r.phase, r.progress.phase if r.progress is not None else None, r.model):
+            # Only this start's looks (a restart begins a new download, or none).
+            download = progress_from([d for d in self._download if start_began is None or d.time >= start_began])
         early = (readiness in ("healthy", "serving") and r.engine in BINDS_AFTER_LOADING and r.state == "loading"
                  and r.phase not in _BOUND_PHASES and self._health is not None
                  and (start_began is None or self._health.time >= start_began))
@@ -317,7 +331,7 @@ class HostModel:
             last_log_at=self._last_log_at, log_count=self.seq,
             failures=tuple(self._failures[k] for k in sorted(self._failures)), stale_since=stale,
             reconnect_attempt=attempt, failed_starts=r.failed_starts, gave_up=r.gave_up, restarts_seen=self._restarts_seen,
-            model=r.model, args_hash=r.args_hash,
+            model=r.model, args_hash=r.args_hash, download=download,
             gpu_changed_at=self._gpu_changed_at, health_stale=health_stale,
             health_early_since=self._health_early_since,
             gpu_orphans=self._gpu_orphans.orphans if self._gpu_orphans is not None else None,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from probes.download import DownloadProgress
 from probes.reader import ErrorLine, FailedStart, Progress
 
 #: Readiness ladder, lowest first (see DESIGN.md). ``unknown`` is "no health data yet".
@@ -206,8 +207,8 @@ class Health:
 
 @dataclass(frozen=True, slots=True)
 class ProbeFailure:
-    """A probe could not get its data. ``probe`` is ``journal``, ``unit``, ``gpu``, ``gpu_apps``
-    or ``health``; ``kind`` is a :class:`probes.runner.ProbeError` kind; ``message`` is host text
+    """A probe could not get its data. ``probe`` is ``journal``, ``unit``, ``gpu``, ``gpu_apps``,
+    ``health`` or ``download``; ``kind`` is a :class:`probes.runner.ProbeError` kind; ``message`` is host text
     (plain); ``attempt`` counts the failed connection attempts in a row (0: none yet, e.g. the
     link just dropped)."""
 
@@ -335,6 +336,9 @@ class HostState:
         model: the model the current start serves (hub id or path), from the engine's own lines,
             or None. args_hash: 12 hex digits of the engine's argument dump, or None (see
             :mod:`probes.identity`).
+        download: the current start's download into the hub cache (bytes, expected total, rate,
+            ETA; :mod:`probes.download`), while the start is in ``download`` or in a silent
+            ``weights`` and the folder grows; None otherwise.
     """
 
     host: str
@@ -377,6 +381,7 @@ class HostState:
     model: str | None = None
     args_hash: str | None = None
     health_early_since: float | None = None
+    download: DownloadProgress | None = None
 
     def failure(self, probe: str) -> ProbeFailure | None:
         """The current failure of ``probe`` (``journal``, ``unit``, ``gpu``, ``health``), or None."""

@@ -32,8 +32,9 @@ CAUSE_WORDS = {
     "start_limit": "start limit hit", "engine_died": "engine process died", "unknown": "an error",
 }
 
-#: Seconds without a new log line (and without a GPU memory change) after which a loading start
-#: counts as stalled, per phase: 120 s everywhere by default; hosts override it per phase
+#: Seconds without a new log line (and without a GPU memory change or growth of the download,
+#: :attr:`HostState.download`) after which a loading start counts as stalled, per phase: 120 s
+#: everywhere by default; hosts override it per phase
 #: (``stall_after_s`` in hosts.toml). Any log line counts as progress, so the long JIT builds and
 #: the graph capture's per-batch bars keep a start from looking hung.
 STALL_AFTER_S = {"starting": 120.0, "download": 120.0, "weights": 120.0, "init": 120.0,
@@ -223,7 +224,8 @@ def verdict_for(s: HostState, now: float, stall_after: Mapping[str, float] | Non
         return Verdict("warning", kind="gpu_orphans", sentence=f"GPU memory held outside the unit: {words}.",
                        evidence=tuple(ev))
     if s.state == "loading" and s.last_log_at is not None:
-        last = max(t for t in (s.last_log_at, s.gpu_changed_at) if t is not None)
+        grew_at = s.download.grew_at if s.download is not None else None  # a silent download that grows
+        last = max(t for t in (s.last_log_at, s.gpu_changed_at, grew_at) if t is not None)
         quiet = now - last
         limit = stall_limit(s.phase, stall_after)
         if limit is not None and quiet >= limit:
@@ -234,10 +236,15 @@ def verdict_for(s: HostState, now: float, stall_after: Mapping[str, float] | Non
             silent = f"No log line for {fmt_span(now - s.last_log_at)}"
             if s.gpu_changed_at is not None and s.gpu_changed_at > s.last_log_at:
                 silent += f" and no GPU memory change for {fmt_span(quiet)}"
+            if grew_at is not None:
+                silent += f", the download has not grown for {fmt_span(now - grew_at)},"
+            evidence = (f"last log line at {_clock(s.last_log_at)}",
+                        f"GPU memory last moved at {_clock(s.gpu_changed_at)}" if s.gpu_changed_at
+                        else "GPU memory has not moved", f"limit for {where}: {fmt_span(limit)}")
+            if grew_at is not None:
+                evidence += (f"the download last grew at {_clock(grew_at)}",)
             return Verdict("warning", kind="stalled", sentence=f"{silent} in {where}{prog}: the start looks hung.",
-                           evidence=(f"last log line at {_clock(s.last_log_at)}",
-                                     f"GPU memory last moved at {_clock(s.gpu_changed_at)}" if s.gpu_changed_at
-                                     else "GPU memory has not moved", f"limit for {where}: {fmt_span(limit)}"))
+                           evidence=evidence)
     if s.health_stale and u is not None:
         return Verdict("warning", kind="stale_health",
                        sentence=f"/health answers, but from an earlier process: MainPID is now {u.main_pid} and "
@@ -259,7 +266,7 @@ def verdict_for(s: HostState, now: float, stall_after: Mapping[str, float] | Non
         return Verdict("warning", kind="not_serving",
                        sentence=f"Unit active for {fmt_span(up_s)} but not serving ({h}), and the log shows no start in progress.")
     if (up_s is not None and up_s >= NO_GPU_MEMORY_AFTER_S and s.state == "loading"
-            and s.phase not in ("starting", "download") and s.gpus is not None and s.gpus.gpus
+            and s.phase not in ("starting", "download") and s.download is None and s.gpus is not None and s.gpus.gpus
             and all(g.mem_used_mib is not None and g.mem_used_mib < NO_GPU_MEMORY_MIB for g in s.gpus.gpus)):
         return Verdict("warning", kind="no_gpu_memory",
                        sentence=f"The process is up {fmt_span(up_s)}, in {PHASE_LABELS.get(s.phase, s.phase)}, but no GPU "

@@ -7,7 +7,10 @@ One long-lived task per probe, each a loop that never overlaps itself:
 * unit: ``systemctl show`` polled every ``unit_interval_s``;
 * gpu: ``nvidia-smi --query-gpu ... -lms`` streamed (one row per GPU per interval);
 * health: ``GET /health`` through the runner's port forward every ``health_interval_s``, plus a
-  one-token generation now and then once healthy (the ``serving`` rung).
+  one-token generation now and then once healthy (the ``serving`` rung);
+* download: while a start fetches its model (the ``download`` phase, or ``weights`` with no shard
+  bar yet and a hub model id), the repo's folder in the hub cache measured every
+  ``download_interval_s`` (:mod:`probes.download`).
 
 A failing probe degrades its own cell (a :class:`~probes.state.ProbeFailure` in the model) and
 retries with backoff; it never stops the others. The watcher does not push snapshots: it calls
@@ -22,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from probes import download as download_probe
 from probes import gpu as gpu_probe
 from probes import health as health_probe
 from probes import unit as unit_probe
@@ -62,6 +66,8 @@ class HostSpec:
         stall_after_s: seconds of silence (no log line, no GPU memory change) before a loading
             start counts as stalled, as ``(phase id or "*", seconds)`` pairs over the built-in
             per-phase defaults.
+        hf_cache: the Hugging Face hub cache folder on the host (what ``HF_HUB_CACHE`` names, e.g.
+            ``/data/hf/hub``); None: found from the unit's ``Environment=`` and ``User=``.
     """
 
     name: str
@@ -74,6 +80,7 @@ class HostSpec:
     sudo: bool = False
     user_unit: bool = False
     stall_after_s: tuple[tuple[str, float], ...] = ()
+    hf_cache: str | None = None
 
     @property
     def target(self) -> str:
@@ -215,6 +222,7 @@ class HostWatcher:
             durations of the current start's kind are read from it (see :meth:`sync_history`);
             None keeps no history.
         history_every_s: how often (clock seconds) the history task looks at the state.
+        download_interval_s: how often a download's folder is measured (clock seconds).
     """
 
     def __init__(self, spec: HostSpec, runner: Runner, clock: Clock,
@@ -223,7 +231,8 @@ class HostWatcher:
                  gpu_interval_s: float = 1.0, apps_interval_s: float = 5.0,
                  serving_every_s: float = 30.0, retry_s: float = 2.0, retry_max_s: float = 30.0,
                  gpu_source: gpu_probe.NvmlSource | None = None, history: History | None = None,
-                 history_every_s: float = 1.0) -> None:
+                 history_every_s: float = 1.0,
+                 download_interval_s: float = download_probe.SAMPLE_INTERVAL_S) -> None:
         self.spec = spec
         self.runner = runner
         self.clock = clock
@@ -238,6 +247,9 @@ class HostWatcher:
         self.retry_s = retry_s
         self.retry_max_s = retry_max_s
         self.gpu_source = gpu_source
+        self.download_interval_s = download_interval_s
+        #: (MainPID, InvocationID) the hub cache was found for, and the folder (None: unknown).
+        self._hub_cache: tuple[tuple[int | None, str | None], str | None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._unit_seen = asyncio.Event()
         self._uuid_index: dict[str, int] = {}
@@ -282,7 +294,8 @@ class HostWatcher:
         if self._tasks:
             return
         for name, coro in (("journal", self._journal()), ("unit", self._unit()),
-                           ("gpu", self._gpu()), ("gpu_apps", self._gpu_apps()), ("health", self._health())):
+                           ("gpu", self._gpu()), ("gpu_apps", self._gpu_apps()), ("health", self._health()),
+                           ("download", self._download())):
             self._tasks.append(asyncio.create_task(coro, name=f"{self.spec.name}:{name}"))
         if self.history is not None:
             self._tasks.append(asyncio.create_task(self._history_loop(), name=f"{self.spec.name}:history"))
@@ -703,3 +716,88 @@ class HostWatcher:
         finally:
             if client is not None:
                 await client.aclose()
+
+    async def _find_hub_cache(self) -> str | None:
+        """The hub cache folder of the current process: ``hf_cache`` when configured, else from the
+        unit's ``Environment=`` and its user's home (``getent passwd``), looked up once per process
+        (MainPID, InvocationID). None when it cannot be known.
+
+        Raises:
+            ProbeError: the connection failed.
+        """
+        if self.spec.hf_cache:
+            return self.spec.hf_cache
+        u = self.model._unit
+        key = (u.main_pid, u.invocation_id) if u is not None else (None, None)
+        if self._hub_cache is not None and self._hub_cache[0] == key:
+            return self._hub_cache[1]
+        done = await self.runner.run(self._privileged(
+            download_probe.unit_env_argv(self.spec.unit, user_unit=self.spec.user_unit)), timeout=30.0)
+        env, user = download_probe.parse_unit_env(done.stdout.decode("utf-8", "replace"))
+        if self.spec.user_unit:  # the SSH user's own manager: its home
+            done = await self.runner.run(["sh", "-c", 'printf "%s\\n" "$HOME"'], timeout=30.0)
+            home = done.stdout.decode("utf-8", "replace").strip() or None
+        else:
+            name = user or "root"
+            done = await self.runner.run(["getent", "passwd", name], timeout=30.0)
+            home = download_probe.home_from_passwd(done.stdout.decode("utf-8", "replace"))
+            if home is None and name in ("root", "0"):
+                home = "/root"
+        cache = download_probe.hub_cache(env, home if home is None or home.startswith("/") else None)
+        self._hub_cache = (key, cache)
+        return cache
+
+    async def _download(self) -> None:
+        """Measure the model's folder in the hub cache every ``download_interval_s`` while the
+        start downloads (:func:`probes.download.wanted`), one command at a time, each with a time
+        limit. A failure is this cell's only ("download"): a lost connection is left to the other
+        probes to say, a slow ``du`` is a command failure, never a stale host."""
+        sudo = False
+        while True:
+            s = self.state()
+            if not download_probe.wanted(s.state, s.phase, s.progress.phase if s.progress is not None else None,
+                                         s.model):
+                if self.model.failing("download") and not self.model.unreachable():
+                    # That download is over. (Not while the host is out of reach: a ProbeOk says
+                    # the connection works.)
+                    self._apply(ProbeOk(self.clock.now(), "download"))
+                await self.clock.sleep(self.unit_interval_s)
+                continue
+            repo = download_probe.hub_repo_id(s.model)
+            assert repo is not None
+            path = ""
+            try:
+                cache = await self._find_hub_cache()
+                if cache is None:
+                    self._fail("download", "command", "the Hugging Face cache folder is not known (HF_HOME or "
+                               "HF_HUB_CACHE is relative, or the user's home is unknown): set hf_cache for this host")
+                    await self.clock.sleep(self.download_interval_s)
+                    continue
+                path = download_probe.repo_dir(cache, repo)
+                argv = download_probe.sample_argv(path)
+                done = await self.runner.run(["sudo", "-n", *argv] if sudo else argv,
+                                             timeout=download_probe.SAMPLE_TIMEOUT_S)
+                sample = download_probe.parse_sample(done.stdout.decode("utf-8", "replace"), self.clock.now(), path)
+            except ProbeError as exc:
+                if exc.kind == "timeout":
+                    self._fail("download", "command",
+                               f"du of {path or 'the cache'} took more than {download_probe.SAMPLE_TIMEOUT_S:.0f} s")
+                elif exc.kind not in CONNECTION_KINDS:
+                    self._fail("download", exc.kind, exc.message)
+                await self.clock.sleep(self.download_interval_s)
+                continue
+            except ValueError as exc:
+                err = done.stderr.decode("utf-8", "replace").strip().splitlines()
+                self._fail("download", "command", f"{path}: {err[0][:200] if err else exc}")
+                await self.clock.sleep(self.download_interval_s)
+                continue
+            if sample.status == "denied" and not sudo and self.spec.sudo and not self.spec.user_unit:
+                sudo = True  # e.g. /root/.cache: look again through sudo -n at once
+                continue
+            if sample.status == "denied":
+                self._fail("download", "permission", f"{path}: the SSH user may not read it"
+                           + ("" if sudo else " (set sudo = true for this host, or hf_cache)"))
+            else:
+                self._ok("download")
+                self._apply(sample)
+            await self.clock.sleep(self.download_interval_s)

@@ -88,7 +88,7 @@ def test_config_prints_every_value_and_its_source(hosts_file: Path, capsys) -> N
     assert f"config file: {f}" in out and "chosen because: named by --config" in out
     lines = out.splitlines()
     i = lines.index("host gpu-node-1")
-    host1 = [line.split() for line in lines[i + 1:i + 12]]
+    host1 = [line.split() for line in lines[i + 1:i + 13]]
     assert host1 == [
         ["name", "gpu-node-1", f"{f}:8"],
         ["ssh", "gpu1", f"{f}:9"],
@@ -100,6 +100,7 @@ def test_config_prints_every_value_and_its_source(hosts_file: Path, capsys) -> N
         ["user_unit", "false", "default"],
         ["backlog", "5000", "default"],
         ["stall_after_s", "120", "s", "in", "every", "phase", "default"],
+        ["hf_cache", "(from", "the", "unit's", "Environment=", "and", "user)", "default"],
         ["(connects", "to)", "ops@10.0.0.7:2200", "as", "~/.ssh/config", "resolves", "it", "(asyncssh)"],
     ]
     i = lines.index("host 10.0.0.5")
@@ -112,7 +113,7 @@ def test_config_prints_every_value_and_its_source(hosts_file: Path, capsys) -> N
     # aligned: every value starts in the same column
     rows = [line for line in lines if line.startswith("  ") and not line.startswith("  chosen")][1:]
     cols = {line.index(line.split()[1], len(line.split()[0]) + 2) for line in rows if line.split()[0] != "(connects"}
-    assert len(rows) == 26 and cols == {len("  health_interval_s  ")}
+    assert len(rows) == 28 and cols == {len("  health_interval_s  ")}
 
 
 def test_config_with_env_and_quick_forms(hosts_file: Path, capsys, monkeypatch) -> None:

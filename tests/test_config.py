@@ -83,7 +83,7 @@ def test_provenance_names_file_lines_defaults_and_derived_values(tmp_path: Path)
     assert one == {"name": f"{path}:11", "ssh": "default: the name", "unit": f"{path}:12",
                    "engine": f"[defaults] {path}:8", "port": "default", "health_url": "default",
                    "sudo": f"[defaults] {path}:7", "user_unit": "default", "backlog": "default",
-                   "stall_after_s": "default"}
+                   "stall_after_s": "default", "hf_cache": "default"}
     two = cfg.sources["10.0.0.5"]
     assert two["name"] == "default: the host part of ssh"
     assert (two["ssh"], two["engine"], two["sudo"], two["backlog"]) == (
@@ -322,3 +322,30 @@ def test_stall_after_s_as_a_number_or_per_phase(tmp_path) -> None:
     with pytest.raises(ConfigError) as err:
         load_config(str(path), (), {}, default_path=tmp_path / "none.toml")
     assert 'line 4' in str(err.value) and '"graph" is not a phase id' in str(err.value)
+
+
+def test_hf_cache_per_host_or_in_defaults_must_be_absolute(tmp_path: Path) -> None:
+    path = write(tmp_path, """
+        [defaults]
+        hf_cache = "/data/hf/hub/"
+
+        [[host]]
+        name = "a"
+        unit = "x"
+
+        [[host]]
+        name = "b"
+        unit = "x"
+        hf_cache = "/srv/models cache/hub"
+        """)
+    cfg = load(path)
+    a, b = cfg.hosts
+    assert (a.hf_cache, b.hf_cache) == ("/data/hf/hub", "/srv/models cache/hub")
+    assert cfg.sources["a"]["hf_cache"] == f"[defaults] {path}:2"
+    assert cfg.sources["b"]["hf_cache"] == f"{path}:11"
+    assert load(write(tmp_path, '[[host]]\nname = "a"\nunit = "x"\n')).hosts[0].hf_cache is None
+    path = write(tmp_path, '[[host]]\nname = "a"\nunit = "x"\nhf_cache = "~/.cache/huggingface/hub"\n')
+    assert error(path) == (f'{path} line 4: host "a": key "hf_cache" must be an absolute folder on the host '
+                           '(what HF_HUB_CACHE names), not "~/.cache/huggingface/hub"')
+    path = write(tmp_path, '[[host]]\nname = "a"\nunit = "x"\nhf_cache = 3\n')
+    assert error(path) == f'{path} line 4: host "a": key "hf_cache" must be a string, not an integer'

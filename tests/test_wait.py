@@ -45,6 +45,11 @@ def test_restart_then_ready_waits_for_the_new_process(systemd_host: SystemdHost)
     assert out.splitlines()[-1] == "gpu-node-3: ready (serving)"
     assert systemd_host.show("fake-llm.service", "MainPID")["MainPID"] != before
     assert any("Weight load" in line or "CUDA graph capture" in line for line in out.splitlines()), out
+    from probes.history import History
+
+    [rec] = [r for r in History().starts("gpu-node-3") if r.unit == "fake-llm.service" and r.outcome == "ready"]
+    assert rec.model == "/mnt/d/user/Desktop/Model/Qwen3-0___6B" and rec.total_s is not None
+    assert [p for p, _ in rec.phases] == ["starting", "weights", "init", "graph_capture", "warmup"]
 
 
 def test_a_crash_loop_exits_2_with_the_decisive_line(systemd_host: SystemdHost) -> None:
@@ -53,6 +58,9 @@ def test_a_crash_loop_exits_2_with_the_decisive_line(systemd_host: SystemdHost) 
         start_limit_interval_s=0))
     code, out = wait_on(systemd_host, "crashy.service", 30002, restart=True, until="ready", timeout_s=60)
     assert code == EXIT_LOOP, out
+    from probes.history import History
+
+    assert any(r.unit == "crashy.service" and r.outcome == "failed" for r in History().starts()), History().starts()
     assert "Restart loop: " in out and "CUDA out of memory" in out
     assert f"  decisive line: {OOM_LINE}" in out
 

@@ -400,7 +400,7 @@ def format_config(config: Config, *, quick: bool = False) -> str:
         rows.append(("", "", ""))
         rows.append((f"host {spec.name}", "", ""))
         for key in ("name", "ssh", "unit", "engine", "port", "health_url", "sudo", "user_unit", "backlog",
-                    "stall_after_s"):
+                    "stall_after_s", "hf_cache"):
             rows.append((f"  {key}", _shown(spec, key), src.get(key, "default")))
         resolved = resolve_ssh(spec.target)
         if resolved is not None:
@@ -434,6 +434,8 @@ def _shown(spec: HostSpec, key: str) -> str:
             "(the detected engine's default)"
     if key == "health_url" and value is None:
         return "(GET /health on the port, on the host)"
+    if key == "hf_cache" and value is None:
+        return "(from the unit's Environment= and user)"
     if value is None:
         return "(detected from the log)" if key == "engine" else "-"
     if key == "stall_after_s":

@@ -31,6 +31,8 @@ The file's schema (unknown keys are errors; every value is checked before anythi
     backlog = 5000              # journal entries read on first connect, 1..100000
     stall_after_s = 120         # silence (s) before a loading start counts as stalled, every phase;
                                 # or per phase: { graph_capture = 600, init = 900, "*" = 180 }
+    hf_cache = "/data/hf/hub"   # the host's Hugging Face hub cache (absolute); default: from the
+                                # unit's Environment= (HF_HUB_CACHE, HF_HOME) and its user's home
 
 Every effective value remembers where it came from (:attr:`Config.sources`), which is what
 ``upwatch config`` prints.
@@ -63,7 +65,7 @@ LIVE_UNIT_INTERVAL_S = 1.0
 
 #: Keys of a ``[[host]]`` table, in the order ``upwatch config`` prints them.
 HOST_KEYS = ("name", "ssh", "unit", "engine", "port", "health_url", "sudo", "user_unit", "backlog",
-             "stall_after_s")
+             "stall_after_s", "hf_cache")
 #: Keys of ``[defaults]``: every host key but ``name``.
 DEFAULT_KEYS = tuple(k for k in HOST_KEYS if k != "name")
 #: Keys of ``[settings]``.
@@ -411,6 +413,10 @@ def _check(key: str, value: Any) -> Any:
                 raise ValueError(f'"{value}" is not an SSH target (no spaces allowed)')
             parse_target(value)  # raises ValueError with the reason
         return value
+    if key == "hf_cache":
+        if not value.startswith("/"):
+            raise ValueError(f'must be an absolute folder on the host (what HF_HUB_CACHE names), not "{value}"')
+        return value.rstrip("/") or "/"
     if key == "health_url":
         try:
             health_target(HostSpec("x", "x.service", health_url=value))

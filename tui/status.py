@@ -20,6 +20,7 @@ from typing import IO, Any
 
 from probes.clock import Clock, WallClock
 from probes.eta import eta_for, typical_words
+from probes.download import download_words
 from probes.gpu import NvmlSource
 from probes.history import History
 from probes.model import CONNECTION_KINDS
@@ -61,6 +62,9 @@ def host_json(spec: HostSpec, s: HostState, now: float | None = None) -> dict[st
     ``command``, ``mem_mib``, ``gpu_index`` of processes holding GPU memory outside the unit's
     cgroup; null before a look), ``connection`` (``ok`` or the reason), ``probe_errors`` (probe → message),
     ``typical`` (earlier comparable starts, see :func:`typical_json`; ``now``: the clock's, for the ETA).
+    ``download`` (``{"bytes", "expected_bytes", "rate_bps", "eta_s"}`` while a start downloads into
+    the hub cache, the folder measured; ``expected_bytes``, ``rate_bps``, ``eta_s`` null when
+    unknown; null otherwise).
     """
     gpus = []
     if s.gpus is not None:
@@ -99,6 +103,10 @@ def host_json(spec: HostSpec, s: HostState, now: float | None = None) -> dict[st
         "connection": connection_text(s),
         "probe_errors": {f.probe: f.message for f in s.failures},
         "typical": typical_json(s, now),
+        "download": ({"bytes": d.bytes, "expected_bytes": d.expected_bytes,
+                      "rate_bps": round(d.rate_bps, 1) if d.rate_bps is not None else None,
+                      "eta_s": round(d.eta_s, 1) if d.eta_s is not None else None}
+                     if (d := s.download) is not None else None),
     }
 
 
@@ -138,6 +146,8 @@ def format_host(spec: HostSpec, s: HostState, connection: str | None = None, now
     usual = typical_words(s, now) if now is not None else ""
     if usual:
         rows.append(("usually", usual))
+    if s.download is not None and s.state == "loading":
+        rows.append(("download", download_words(s)))
     rows.append(("readiness", RUNG_WORDS.get(s.readiness, s.readiness)))
     rows.append(("restarts", "?" if s.restart_counter is None else str(s.restart_counter)
                  + (" (restart loop)" if s.restart_loop else "")))

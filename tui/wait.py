@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import IO
 
 from probes.clock import WallClock
+from probes.history import History
 from probes.model import CONNECTION_KINDS
 from probes.runner import ProbeError, Runner
 from probes.state import HostState
@@ -145,25 +146,21 @@ def tty_line(s: HostState, now: float, width: int = 100) -> str:
 
 
 def _extra_words(s: HostState, now: float) -> str:
-    """History's ETA words and download progress, where those modules are present ("" if not)."""
-    words = []
-    for mod, name, args in (("widgets.fmt", "download_words", (s,)), ("widgets.fmt", "typical_words", (s, now))):
-        try:
-            fn = getattr(__import__(mod, fromlist=[name]), name)
-        except (ImportError, AttributeError):
-            continue
-        text = fn(*args)
-        if text:
-            words.append(text)
-    return " · ".join(words)
+    """Download progress and the history's typical durations and ETA ("" when neither is known)."""
+    from probes.download import download_words
+    from probes.eta import typical_words
+
+    words = [download_words(s) if s.download is not None else "", typical_words(s, now)]
+    return " · ".join(w for w in words if w)
 
 
 async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, timeout_s: float,
-               out: IO[str], tty: bool, config: Config | None = None) -> int:
-    """Watch ``spec`` until :func:`outcome` decides, or ``timeout_s`` real seconds pass."""
+               out: IO[str], tty: bool, config: Config | None = None, history: History | None = None) -> int:
+    """Watch ``spec`` until :func:`outcome` decides, or ``timeout_s`` real seconds pass. With a
+    ``history``, the start is recorded when it ends and its typical durations are shown."""
     clock = WallClock()
     changed = asyncio.Event()
-    w = HostWatcher(spec, runner, clock, lambda _w: changed.set(),
+    w = HostWatcher(spec, runner, clock, lambda _w: changed.set(), history=history,
                     **({"unit_interval_s": config.unit_interval_s, "health_interval_s": config.health_interval_s}
                        if config is not None else {}))
     since = 0.0  # without --restart the current process counts, whenever it started
@@ -204,6 +201,8 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
                 if tty:
                     out.write("\n")
                 _final(s, code, out)
+                if history is not None:
+                    await w.sync_history()  # this start's durations, for the next ETA
                 return code
             left = deadline - time.monotonic()
             if left <= 0:
@@ -242,9 +241,16 @@ def _final(s: HostState, code: int, out: IO[str]) -> None:
 
 def run_wait(spec: HostSpec, *, restart: bool, until: str, timeout_s: float, out: IO[str], tty: bool,
              config: Config | None = None,
-             runner_factory: Callable[[HostSpec], Runner] | None = None) -> int:
-    """Run :func:`wait` with the runner for ``spec`` and return the exit status."""
+             runner_factory: Callable[[HostSpec], Runner] | None = None,
+             history: History | None | str = "default") -> int:
+    """Run :func:`wait` with the runner for ``spec`` and return the exit status. ``history``:
+    ``"default"`` (the user data folder's start history), a :class:`~probes.history.History`, or None."""
     if runner_factory is None:
         from tui.live import runner_for as runner_factory
-    return asyncio.run(wait(spec, runner_factory(spec), restart=restart, until=until, timeout_s=timeout_s,
-                            out=out, tty=tty, config=config))
+    hist = History() if history == "default" else history
+    try:
+        return asyncio.run(wait(spec, runner_factory(spec), restart=restart, until=until, timeout_s=timeout_s,
+                                out=out, tty=tty, config=config, history=hist))  # type: ignore[arg-type]
+    finally:
+        if isinstance(hist, History):
+            hist.close()

@@ -14,6 +14,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from probes.eta import typical_words
+from probes.download import download_words
 from probes.state import HostState
 from widgets.fmt import PHASE_LABELS, duration, hms
 from widgets.text import host_text, plain
@@ -92,7 +93,8 @@ class PhaseTimeline(_StateView):
     the line that began it. The current phase's duration runs from ``now``. With a start history
     (``state.typical``), each phase's median (``~1m40s``) follows its duration, and a last line
     says how many earlier starts the medians are over, and one more, while loading, where this start
-    stands (:func:`probes.eta.typical_words`)."""
+    stands (:func:`probes.eta.typical_words`). Below, while a start downloads: the download's bytes,
+    rate and ETA, the folder measured and when; or why it cannot be measured."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = _DETAIL_CLASSES
     DEFAULT_CSS = "PhaseTimeline { height: auto; width: 1fr; " + _DETAIL_CSS + "}"
@@ -149,7 +151,29 @@ class PhaseTimeline(_StateView):
                 out.append("\n")
                 out.append(now_words[:max(1, width)],
                            self._style("detail--warning" if "slower than usual" in now_words else "detail--muted"))
+        for line in self._download_lines(state, width):
+            out.append("\n")
+            out.append_text(line)
         return out
+
+    def _download_lines(self, state: HostState, width: int) -> list[Text]:
+        lines = []
+        d = state.download
+        if d is not None:
+            lines.append(Text("  ↓ " + download_words(state), style=self._style("detail--current"), end=""))
+            where = Text("    ", end="")
+            where.append_text(host_text(d.path, max_chars=300, style=self._style("detail--muted")))
+            where.append(f" · measured {hms(d.sampled_at)}", self._style("detail--muted"))
+            lines.append(where)
+        failure = state.failure("download")
+        if failure is not None:
+            line = Text(f"  download: n/a since {hms(failure.time)} — ", style=self._style("detail--error"), end="")
+            line.append_text(host_text(failure.message, max_chars=300))
+            lines.append(line)
+        for line in lines:
+            line.no_wrap = True
+            line.truncate(width)
+        return lines
 
 
 class GpuHistory(_StateView):

@@ -32,6 +32,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from probes.eta import about, eta_for
+from probes.download import download_words
 from probes.state import HostState
 from probes.verdict import headline, reconnect_words
 from widgets.fmt import PHASE_LABELS, RUNG_WORDS, duration
@@ -87,7 +88,8 @@ def _header_key(s: HostState) -> tuple:
 
 
 def _times_key(s: HostState) -> tuple:
-    return (s.state, s.phase, s.progress, s.phase_began, s.start_began, s.phases, s.starts, s.failed_at, s.typical)
+    return (s.state, s.phase, s.progress, s.phase_began, s.start_began, s.phases, s.starts, s.failed_at, s.typical,
+            s.download)
 
 
 class HostCard(Widget, can_focus=True):
@@ -224,7 +226,8 @@ class HostCard(Widget, can_focus=True):
         if want != set(self.classes):
             # One restyle for the whole change, not one per class.
             self.set_classes(want)
-        if first or (s.phase, s.state, s.progress, s.phases) != (old.phase, old.state, old.progress, old.phases):
+        if first or (s.phase, s.state, s.progress, s.phases, s.download) != (
+                old.phase, old.state, old.progress, old.phases, old.download):
             self.query_one(PhaseBar).update_state(s)
         if first or (s.gpus, s.failures, s.stale_since) != (old.gpus, old.failures, old.stale_since):
             self.query_one(GpuStrip).update_state(s)
@@ -291,12 +294,15 @@ class HostCard(Widget, can_focus=True):
         return t
 
     def times_text(self, s: HostState, now: float = 0.0) -> Text:
-        """Line 3: progress and how long things took, from ``now``."""
+        """Line 3: progress (a download's bytes, rate and ETA while there is one) and how long
+        things took, from ``now``."""
         t = Text(no_wrap=True, overflow="ellipsis", end="")
         parts: list[str] = []
         label = PHASE_LABELS.get(s.phase, plain(s.phase, max_chars=20))
         if s.state == "loading":
-            if s.progress is not None and s.progress.phase == s.phase:
+            if s.download is not None:  # measured in the hub cache: bytes, rate, ETA
+                parts.append(download_words(s))
+            elif s.progress is not None and s.progress.phase == s.phase:
                 parts.append(f"{progress_label(s.progress)} ({s.progress.fraction:.0%})")
             e = eta_for(s, now) if now else None
             if now and s.phase_began is not None:

@@ -138,9 +138,14 @@ class PhaseBar(Widget):
             self.refresh()
 
     def update_state(self, state: HostState) -> None:
-        """Show a host's current start."""
+        """Show a host's current start (a download with a known total fills the current phase
+        when it has no bar of its own: vLLM's silent fetch inside Weight load)."""
         visited = frozenset(s.phase for s in state.phases) if state.phases else None
-        self.show(state.phase, state.state, state.progress, visited)
+        progress = state.progress
+        d = state.download
+        if d is not None and d.expected_bytes and (progress is None or progress.phase != state.phase):
+            progress = Progress(state.phase, d.bytes, d.expected_bytes)
+        self.show(state.phase, state.state, progress, visited)
 
     def render(self) -> Text:
         phase, status, progress, visited = self._view
