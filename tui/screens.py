@@ -6,6 +6,7 @@ asking a watcher for log entries they have not shown yet.
 
 from __future__ import annotations
 
+from textual.css.query import NoMatches
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -217,10 +218,15 @@ class DetailScreen(Screen[None]):
         if state.host != self.watcher.name or not self._ready or not self.query(HostCard):
             return
         now = self.app.clock.now()  # type: ignore[attr-defined]
-        self.query_one(HostCard).state = state
-        self.query_one(PhaseTimeline).update_state(state, now)
-        self.query_one(GpuHistory).update_state(state)
-        self.query_one(UnitPanel).update_state(state, now)
+        try:  # mounting or being torn down: the panels come and go one by one
+            card, timeline = self.query_one(HostCard), self.query_one(PhaseTimeline)
+            gpus, unit = self.query_one(GpuHistory), self.query_one(UnitPanel)
+        except NoMatches:
+            return
+        card.state = state
+        timeline.update_state(state, now)
+        gpus.update_state(state)
+        unit.update_state(state, now)
         new = self.watcher.entries_after(self.last_seq)
         if new:
             self.last_seq = new[-1].seq
