@@ -61,6 +61,9 @@ class HostSpec:
         stall_after_s: seconds of silence (no log line, no GPU memory change) before a loading
             start counts as stalled, as ``(phase id or "*", seconds)`` pairs over the built-in
             per-phase defaults.
+        notify: where this host's notices go (:data:`probes.notify.CHANNELS`: ``bell``,
+            ``toast``, ``desktop``, ``webhook``).
+        webhook_url: the ``http(s)`` URL the ``webhook`` channel POSTs to, or None.
     """
 
     name: str
@@ -73,6 +76,8 @@ class HostSpec:
     sudo: bool = False
     user_unit: bool = False
     stall_after_s: tuple[tuple[str, float], ...] = ()
+    notify: tuple[str, ...] = ("bell", "toast")
+    webhook_url: str | None = None
 
     @property
     def target(self) -> str:

@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 
 from probes.engines import ENGINES
 from probes.logfile import LogReadError, read_path
+from probes.notify import url_label
 from probes.watch import DEFAULT_PORTS, HostSpec
 from tui.config import (ENV_VAR, Config, ConfigError, default_config_path, display_path, load_config,
                         looks_like_quick_form, resolve_ssh)
@@ -310,7 +311,7 @@ def format_config(config: Config, *, quick: bool = False) -> str:
         rows.append(("", "", ""))
         rows.append((f"host {spec.name}", "", ""))
         for key in ("name", "ssh", "unit", "engine", "port", "health_url", "sudo", "user_unit", "backlog",
-                    "stall_after_s"):
+                    "stall_after_s", "notify", "webhook_url"):
             rows.append((f"  {key}", _shown(spec, key), src.get(key, "default")))
         resolved = resolve_ssh(spec.target)
         if resolved is not None:
@@ -346,6 +347,10 @@ def _shown(spec: HostSpec, key: str) -> str:
         return "(GET /health on the port, on the host)"
     if value is None:
         return "(detected from the log)" if key == "engine" else "-"
+    if key == "notify":
+        return ", ".join(value) if value else "(none)"
+    if key == "webhook_url":
+        return url_label(value)  # the path is often a secret token
     if key == "stall_after_s":
         if not value:
             return "120 s in every phase"

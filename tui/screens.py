@@ -316,6 +316,14 @@ class HelpScreen(ModalScreen[None]):
     """
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
 
+    def __init__(self, notifications: list[str] | None = None) -> None:
+        super().__init__()
+        self.notifications = list(notifications or ())
+
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(HELP, markup=False)
+            text = HELP
+            if self.notifications:
+                text += "\nNotifications not sent (the last failure per target)\n" + "".join(
+                    f"  {line}\n" for line in self.notifications)
+            yield Static(text, markup=False)
