@@ -6,7 +6,8 @@ arrived:
 
 * ``ready``: the current start logged ready (once per start, keyed by ``start_began``); its time is
   when the ``ready`` phase began.
-* ``failed``: the start's state became ``failed`` (once per failed start); its time is the decisive
+* ``failed``: the start's state became ``failed``, or a new decisive error line came (a start that
+  failed and was restarted between two snapshots); once per failure. Its time is the decisive
   line's, when that line belongs to the current start, else the last log line's (systemd writes
   ``Failed with result ...`` when a unit fails). Inside a restart loop a failed start is not told
   again (the loop notice said it), except when systemd gives up (the start limit).
@@ -145,16 +146,22 @@ def notices(prev: HostState | None, cur: HostState, since: float,
         took = f" after {fmt_span(at - cur.start_began)}" if at is not None and cur.start_began is not None else ""
         add("ready", f"ready{took}", at, f"ready:{cur.start_began}")
 
-    failed_now = cur.state == "failed" and not (prev is not None and prev.state == "failed")
-    if failed_now and not cur.restart_loop:
-        at = _failed_time(cur)
+    # A new decisive line is a failure even when the snapshots never showed the start failed (it
+    # was restarted in between); a state that became failed is one even without such a line.
+    new_line = cur.failed_at is not None and (prev is None or prev.failed_at != cur.failed_at)
+    became = cur.state == "failed" and not (prev is not None and prev.state == "failed")
+    if (new_line or became) and not cur.restart_loop:
+        at = cur.failed_at if new_line else _failed_time(cur)
         seen = _seen_failing(prev, cur)
         if at is None or (seen is not None and at < since):
             at = seen
-        sentence = _verdict_sentence(cur, ("failed", "unit_failed")) or (
-            f"Start failed in {PHASE_LABELS.get(cur.phase, cur.phase)}: "
-            f"{cause_words(cur.cause or (cur.error.cause if cur.error is not None else None))}.")
-        add("failed", sentence, at, f"failed:{cur.start_began}:{cur.failed_at}")
+        sentence = _verdict_sentence(cur, ("failed", "unit_failed")) if cur.state == "failed" else None
+        if sentence is None:
+            phase = cur.failed_starts[-1].phase if cur.failed_starts and cur.state != "failed" else cur.phase
+            sentence = (f"Start failed in {PHASE_LABELS.get(phase, phase)}: "
+                        f"{cause_words(cur.cause or (cur.error.cause if cur.error is not None else None))}.")
+        current = cur.failed_at is not None and (new_line or at == cur.failed_at)
+        add("failed", sentence, at, f"failed:{cur.failed_at}" if current else f"failed:start:{cur.start_began}")
 
     if cur.restart_loop and not (prev is not None and prev.restart_loop):
         sentence = _verdict_sentence(cur, ("restart_loop",)) or (

@@ -214,10 +214,12 @@ class Notifier:
     # --- shown ---------------------------------------------------------------------------------
 
     def status_lines(self) -> list[str]:
-        """For the help screen: each target's last failed send, one line each (none: no lines)."""
+        """For the help screen: each target's last failed send, two lines each (target and time, then
+        the reason); no lines when nothing failed."""
         import time as _time
 
         lines = []
         for f in self.failures.values():
-            lines.append(f"{f.target}: failed at {_time.strftime('%H:%M:%S', _time.localtime(f.time))}: {f.reason}")
+            lines.append(f"{f.target}: failed at {_time.strftime('%H:%M:%S', _time.localtime(f.time))}:")
+            lines.append(f"  {f.reason}")
         return lines

@@ -312,7 +312,7 @@ class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > Vertical { width: 76; height: auto; max-height: 90%; border: thick $accent;
-                            background: $surface; padding: 1 2; }
+                            background: $surface; padding: 1 2; overflow-y: auto; }
     """
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
 
