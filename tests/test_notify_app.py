@@ -143,7 +143,8 @@ async def test_demo_rings_and_toasts_each_event_once() -> None:
     async with app.run_test(size=(160, 48)) as pilot:
         await run_for(app, clock, pilot, 190)
         told = [(n.host, n.kind, round(n.time - T0, 1)) for n in app.notifier.told]
-        assert sorted(told, key=lambda t: t[2]) == [("gpu-node-2", "failed", 50.5), ("gpu-node-2", "restart_loop", 107.5),
+        assert sorted(told, key=lambda t: t[2]) == [
+                        ("gpu-node-2", "failed", 50.5), ("gpu-node-2", "restart_loop", 107.5),
                         ("gpu-node-4", "ready", 150.0), ("gpu-node-1", "ready", 158.0),
                         ("gpu-node-2", "failed", 164.5), ("gpu-node-3", "stalled", 176.0)]
         assert len(rings) == 6 and rings == sorted(rings) and rings[0] >= T0 + 50.5
@@ -291,7 +292,8 @@ async def test_desktop_failures_are_shown(case: str, tmp_path: Path, monkeypatch
         await advance_demo(app, clock, pilot, 160)
         failure = await until("the failure", lambda: app.notifier.failures.get("desktop (notify-send)"), pilot)
         await advance_demo(app, clock, pilot, 5)
-        assert [m for m, _ in toasts] == [READY_LINE, f"desktop (notify-send): {failure.reason} (not sent: {READY_LINE})"]
+        assert [m for m, _ in toasts] == [READY_LINE,
+                                          f"desktop (notify-send): {failure.reason} (not sent: {READY_LINE})"]
     assert failure.reason == {
         "missing": "notify-send is not installed (not on PATH)",
         "exit": "notify-send exited with status 1: Cannot autolaunch D-Bus without X11 $DISPLAY"}[case]
@@ -315,3 +317,19 @@ async def test_desktop_body_is_escaped_and_a_slow_notify_send_is_killed(tmp_path
     started = time.monotonic()
     assert await notifier._desktop(n) == "notify-send did not finish within 0.3 s"
     assert time.monotonic() - started < 5.0
+
+
+async def test_a_bug_in_the_rules_is_shown_once_and_the_dashboard_goes_on() -> None:
+    clock = ManualClock(T0)
+    app = demo_app(clock, {})
+    toasts = record_toasts(app)
+
+    def broken(state):
+        raise KeyError("phase")
+
+    app.notifier.tracker.update = broken  # type: ignore[method-assign]
+    async with app.run_test(size=(160, 48)) as pilot:
+        await run_for(app, clock, pilot, 200, step_s=20)
+        assert "4 hosts: 1 failed · 1 stalled · 2 ready" in screen_text(app)
+    assert [m for m, kw in toasts if kw["title"] == "notification not sent"] == [
+        "notices: cannot judge gpu-node-1: KeyError: 'phase' (not sent: gpu-node-1 sglang.service: (not judged))"]

@@ -109,7 +109,13 @@ class Notifier:
     def observe(self, state: HostState) -> list[Notice]:
         """A new snapshot of a host: tell what is news, on the host's channels. Returns at once
         (slow sends are queued); never raises for a send."""
-        notes = self.tracker.update(state)
+        try:
+            notes = self.tracker.update(state)
+        except Exception as exc:  # a bug in the rules must not stop the repaint that called us
+            if "notices" not in self.failures:
+                self._failed("notices", f"cannot judge {state.host}: {type(exc).__name__}: {exc}",
+                             Notice(state.host, state.unit, "failed", "(not judged)", self.now()))
+            return []
         if not notes:
             return notes
         spec = self.specs.get(state.host)

@@ -311,8 +311,8 @@ class HelpScreen(ModalScreen[None]):
 
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen > Vertical { width: 76; height: auto; max-height: 90%; border: thick $accent;
-                            background: $surface; padding: 1 2; overflow-y: auto; }
+    HelpScreen > Vertical { width: 77; height: auto; max-height: 90%; border: thick $accent;
+                            background: $surface; padding: 1 2; overflow-y: auto; scrollbar-size-vertical: 1; }
     """
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
 
