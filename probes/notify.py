@@ -4,8 +4,8 @@ Four kinds of notice, each found by comparing two snapshots of one host
 (:func:`notices`), and each timed by the event's own time in the state, never by when the snapshot
 arrived:
 
-* ``ready``: the current start logged ready (once per start, keyed by ``start_began``); its time is
-  when the ``ready`` phase began.
+* ``ready``: the current start logged ready (once per start, keyed by the time of its ready line,
+  which is the notice's time).
 * ``failed``: the start's state became ``failed``, or a new decisive error line came (a start that
   failed and was restarted between two snapshots); once per failure. Its time is the decisive
   line's, when that line belongs to the current start, else the last log line's (systemd writes
@@ -140,11 +140,12 @@ def notices(prev: HostState | None, cur: HostState, since: float,
         if at is not None and at >= since:
             out.append(Notice(cur.host, cur.unit, kind, sentence, at, key))
 
-    if cur.state == "ready" and not (prev is not None and prev.state == "ready"
-                                     and prev.start_began == cur.start_began):
-        at = _ready_at(cur)
-        took = f" after {fmt_span(at - cur.start_began)}" if at is not None and cur.start_began is not None else ""
-        add("ready", f"ready{took}", at, f"ready:{cur.start_began}")
+    # A start is ready once, at the time of its ready line (its start time may still move: the
+    # unit's ExecMainStartTimestamp can arrive after the journal).
+    at = _ready_at(cur) if cur.state == "ready" else None
+    if at is not None and not (prev is not None and prev.state == "ready" and _ready_at(prev) == at):
+        took = f" after {fmt_span(at - cur.start_began)}" if cur.start_began is not None else ""
+        add("ready", f"ready{took}", at, f"ready:{at}")
 
     # A new decisive line is a failure even when the snapshots never showed the start failed (it
     # was restarted in between); a state that became failed is one even without such a line.
@@ -181,7 +182,7 @@ def notices(prev: HostState | None, cur: HostState, since: float,
         last = max(t for t in (cur.last_log_at, cur.gpu_changed_at) if t is not None)
         limit = stall_limit(cur.phase, stall_after)
         add("stalled", cur.verdict.sentence, last + limit if limit is not None else None,  # type: ignore[union-attr]
-            f"stalled:{cur.start_began}:{last}")
+            f"stalled:{last}")
     return out
 
 

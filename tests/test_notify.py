@@ -54,8 +54,10 @@ def test_ready_after_since_is_told_once_with_its_own_time() -> None:
     assert n.text == "gpu-node-3 sglang.service: ready after 4m12s"
     assert n.to_json() == {"text": "gpu-node-3 sglang.service: ready after 4m12s", "host": HOST, "unit": UNIT,
                            "kind": "ready", "sentence": "ready after 4m12s", "time": T + 252.0}
-    # The same start seen ready again (a health poll, a tick): nothing new.
+    # The same start seen ready again (a health poll, a tick): nothing new, also when its start
+    # time moved (the unit's start timestamp came after the journal).
     assert notices(ready(), dataclasses.replace(ready(), readiness="serving"), SINCE) == []
+    assert notices(ready(), dataclasses.replace(ready(), start_began=T + 2), SINCE) == []
 
 
 def test_ready_in_the_backlog_is_not_told() -> None:

@@ -24,6 +24,7 @@ import asyncio
 import html
 import re
 import shutil
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -97,8 +98,8 @@ class Notifier:
         self.desktop_timeout_s = desktop_timeout_s
         self.which = which
         self._lanes: dict[str, _Lane] = {}
-        #: Every notice told, oldest first (for tests and the help screen's count).
-        self.told: list[Notice] = []
+        #: The notices told, oldest first (the last 500).
+        self.told: deque[Notice] = deque(maxlen=500)
         #: Sends that went through, per target label.
         self.delivered: dict[str, int] = {}
         #: The last failed send per target label.
