@@ -68,6 +68,9 @@ class HostSpec:
             per-phase defaults.
         hf_cache: the Hugging Face hub cache folder on the host (what ``HF_HUB_CACHE`` names, e.g.
             ``/data/hf/hub``); None: found from the unit's ``Environment=`` and ``User=``.
+        notify: where this host's notices go (:data:`probes.notify.CHANNELS`: ``bell``,
+            ``toast``, ``desktop``, ``webhook``).
+        webhook_url: the ``http(s)`` URL the ``webhook`` channel POSTs to, or None.
     """
 
     name: str
@@ -81,6 +84,8 @@ class HostSpec:
     user_unit: bool = False
     stall_after_s: tuple[tuple[str, float], ...] = ()
     hf_cache: str | None = None
+    notify: tuple[str, ...] = ("bell", "toast")
+    webhook_url: str | None = None
 
     @property
     def target(self) -> str:

@@ -88,7 +88,7 @@ def test_config_prints_every_value_and_its_source(hosts_file: Path, capsys) -> N
     assert f"config file: {f}" in out and "chosen because: named by --config" in out
     lines = out.splitlines()
     i = lines.index("host gpu-node-1")
-    host1 = [line.split() for line in lines[i + 1:i + 13]]
+    host1 = [line.split() for line in lines[i + 1:i + 15]]
     assert host1 == [
         ["name", "gpu-node-1", f"{f}:8"],
         ["ssh", "gpu1", f"{f}:9"],
@@ -101,6 +101,8 @@ def test_config_prints_every_value_and_its_source(hosts_file: Path, capsys) -> N
         ["backlog", "5000", "default"],
         ["stall_after_s", "120", "s", "in", "every", "phase", "default"],
         ["hf_cache", "(from", "the", "unit's", "Environment=", "and", "user)", "default"],
+        ["notify", "bell,", "toast", "default"],
+        ["webhook_url", "-", "default"],
         ["(connects", "to)", "ops@10.0.0.7:2200", "as", "~/.ssh/config", "resolves", "it", "(asyncssh)"],
     ]
     i = lines.index("host 10.0.0.5")
@@ -113,7 +115,7 @@ def test_config_prints_every_value_and_its_source(hosts_file: Path, capsys) -> N
     # aligned: every value starts in the same column
     rows = [line for line in lines if line.startswith("  ") and not line.startswith("  chosen")][1:]
     cols = {line.index(line.split()[1], len(line.split()[0]) + 2) for line in rows if line.split()[0] != "(connects"}
-    assert len(rows) == 28 and cols == {len("  health_interval_s  ")}
+    assert len(rows) == 32 and cols == {len("  health_interval_s  ")}
 
 
 def test_config_with_env_and_quick_forms(hosts_file: Path, capsys, monkeypatch) -> None:
@@ -213,3 +215,20 @@ def test_status_with_no_hosts_is_a_usage_error(tmp_path, capsys, monkeypatch) ->
     assert cli.main(["status", "--config", str(empty)]) == 2
     err = capsys.readouterr().err
     assert "no hosts to look at" in err and "no [[host]] tables in it" in err
+
+
+def test_config_shows_notify_and_hides_the_webhook_token(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "notify.toml"
+    path.write_text('[defaults]\nwebhook_url = "https://hooks.slack.com/services/T0/B0/s3cr3t"\n\n'
+                    '[[host]]\nname = "a"\nssh = "local"\nunit = "x"\n\n'
+                    '[[host]]\nname = "b"\nssh = "local"\nunit = "x"\nnotify = []\n')
+    assert cli.main(["config", "--config", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "s3cr3t" not in out and "services" not in out
+    lines = out.splitlines()
+    i = lines.index("host a")
+    assert [line.split() for line in lines[i + 12:i + 14]] == [
+        ["notify", "bell,", "toast,", "webhook", "default", "(with", "webhook:", "webhook_url", "is", "set)"],
+        ["webhook_url", "https://hooks.slack.com/…", "[defaults]", f"{path}:2"]]
+    i = lines.index("host b")
+    assert lines[i + 12].split() == ["notify", "(none)", f"{path}:13"]

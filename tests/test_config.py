@@ -83,7 +83,7 @@ def test_provenance_names_file_lines_defaults_and_derived_values(tmp_path: Path)
     assert one == {"name": f"{path}:11", "ssh": "default: the name", "unit": f"{path}:12",
                    "engine": f"[defaults] {path}:8", "port": "default", "health_url": "default",
                    "sudo": f"[defaults] {path}:7", "user_unit": "default", "backlog": "default",
-                   "stall_after_s": "default", "hf_cache": "default"}
+                   "stall_after_s": "default", "hf_cache": "default", "notify": "default", "webhook_url": "default"}
     two = cfg.sources["10.0.0.5"]
     assert two["name"] == "default: the host part of ssh"
     assert (two["ssh"], two["engine"], two["sudo"], two["backlog"]) == (
@@ -349,3 +349,65 @@ def test_hf_cache_per_host_or_in_defaults_must_be_absolute(tmp_path: Path) -> No
                            '(what HF_HUB_CACHE names), not "~/.cache/huggingface/hub"')
     path = write(tmp_path, '[[host]]\nname = "a"\nunit = "x"\nhf_cache = 3\n')
     assert error(path) == f'{path} line 4: host "a": key "hf_cache" must be a string, not an integer'
+
+
+def test_notify_channels_and_webhook_per_host_and_in_defaults(tmp_path: Path) -> None:
+    path = write(tmp_path, """
+        [defaults]
+        webhook_url = "https://hooks.example.com/services/T0/B0/secret"
+
+        [[host]]
+        name = "a"
+        unit = "x"
+
+        [[host]]
+        name = "b"
+        unit = "x"
+        notify = ["desktop"]
+
+        [[host]]
+        name = "c"
+        unit = "x"
+        notify = []
+        webhook_url = "http://127.0.0.1:9/hook"
+    """)
+    cfg = load(path)
+    a, b, c = cfg.hosts
+    # webhook_url set (here from [defaults]) and notify not given: the webhook joins the default.
+    assert (a.notify, a.webhook_url) == (("bell", "toast", "webhook"), "https://hooks.example.com/services/T0/B0/secret")
+    assert cfg.sources["a"]["notify"] == "default (with webhook: webhook_url is set)"
+    assert cfg.sources["a"]["webhook_url"] == f"[defaults] {path}:2"
+    assert (b.notify, cfg.sources["b"]["notify"]) == (("desktop",), f"{path}:11")
+    assert (c.notify, c.webhook_url) == ((), "http://127.0.0.1:9/hook")
+    assert cfg.sources["c"]["webhook_url"] == f"{path}:17"
+    # Without any webhook_url the default is the bell and a toast.
+    plain = load(write(tmp_path, '[[host]]\nname = "d"\nunit = "x"\n', "plain.toml"))
+    assert plain.hosts[0].notify == ("bell", "toast") and plain.hosts[0].webhook_url is None
+    # [defaults] notify holds for every host that does not set its own.
+    glob = load(write(tmp_path, '[defaults]\nnotify = ["bell"]\n[[host]]\nname = "d"\nunit = "x"\n', "g.toml"))
+    assert glob.hosts[0].notify == ("bell",)
+    assert glob.sources["d"]["notify"] == f"[defaults] {tmp_path / 'g.toml'}:2"
+
+
+@pytest.mark.parametrize("line, message", [
+    ('notify = "bell"', 'key "notify" must be an array of channel names (bell, toast, desktop, webhook), not a string'),
+    ('notify = ["bel"]', 'key "notify" "bel" is not a channel (bell, toast, desktop, webhook) (did you mean "bell"?)'),
+    ('notify = [1]', 'key "notify" must be an array of channel names'),
+    ('notify = ["bell", "bell"]', 'key "notify" must not name a channel twice'),
+    ('webhook_url = "hooks.slack.com/x"', 'key "webhook_url" must be an http:// or https:// URL with a host, '
+                                          'not "hooks.slack.com/x"'),
+    ('webhook_url = 5', 'key "webhook_url" must be a string, not an integer'),
+])
+def test_wrong_notify_values_name_line_and_key(tmp_path: Path, line: str, message: str) -> None:
+    path = write(tmp_path, f'[[host]]\nname = "h1"\nunit = "x"\n{line}\n')
+    assert error(path).startswith(f'{path} line 4: host "h1": {message}')
+
+
+def test_webhook_channel_needs_a_url(tmp_path: Path) -> None:
+    path = write(tmp_path, '[[host]]\nname = "h1"\nunit = "x"\nnotify = ["toast", "webhook"]\n')
+    assert error(path) == (f'{path} line 4: host "h1": key "notify" names "webhook" ({path}:4) but no '
+                           f'webhook_url is set (here or in [defaults])')
+    path = write(tmp_path, '[defaults]\nnotify = ["webhook"]\n[[host]]\nname = "h1"\nunit = "x"\n', "d.toml")
+    assert error(path).startswith(f'{path} line 3: host "h1": key "notify" names "webhook" ([defaults] {path}:2)')
+    path = write(tmp_path, '[defaults]\nnotify = ["bel"]\n', "e.toml")
+    assert error(path).startswith(f'{path} line 2: [defaults]: key "notify" "bel" is not a channel')

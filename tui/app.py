@@ -25,6 +25,7 @@ from probes.runner import Runner
 from probes.watch import HostSpec, HostWatcher
 from tui.actions import ActionController
 from tui.config import Config
+from tui.notify import Notifier
 from tui.screens import DetailScreen, HelpScreen, OverviewScreen
 
 RunnerFactory = Callable[[HostSpec], Runner]
@@ -64,6 +65,8 @@ class UpwatchApp(App[None]):
         self._last_flush = 0.0
         self._start_watchers = start_watchers
         self.repaints = 0
+        #: Tells what is news (ready, failed, restart loop, stalled) on each host's channels.
+        self.notifier = Notifier(self, config.hosts, since=self.clock.now(), now=self.clock.now)
         self.actions = ActionController(
             self, AuditLog() if audit == "default" else audit,  # type: ignore[arg-type]
             read_only=config.read_only if read_only is None else read_only)
@@ -127,6 +130,7 @@ class UpwatchApp(App[None]):
             if self._pushed.get(name) is state:
                 continue  # nothing new (the model caches its snapshot until it changes)
             self._pushed[name] = state
+            self.notifier.observe(state)  # returns at once: slow sends are queued to workers
             for screen in self.screen_stack:
                 if isinstance(screen, (OverviewScreen, DetailScreen)) and screen.is_mounted:
                     screen.update_host(state)
@@ -155,7 +159,7 @@ class UpwatchApp(App[None]):
         self.actions.request(host, action)
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen())
+        self.push_screen(HelpScreen(self.notifier.status_lines()))
 
     def action_toggle_dark(self) -> None:
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"

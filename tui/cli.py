@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 
 from probes.engines import ENGINES
 from probes.logfile import LogReadError, read_path
+from probes.notify import url_label
 from probes.watch import DEFAULT_PORTS, HostSpec
 from tui.config import (ENV_VAR, Config, ConfigError, default_config_path, display_path, load_config,
                         looks_like_quick_form, resolve_ssh)
@@ -400,7 +401,7 @@ def format_config(config: Config, *, quick: bool = False) -> str:
         rows.append(("", "", ""))
         rows.append((f"host {spec.name}", "", ""))
         for key in ("name", "ssh", "unit", "engine", "port", "health_url", "sudo", "user_unit", "backlog",
-                    "stall_after_s", "hf_cache"):
+                    "stall_after_s", "hf_cache", "notify", "webhook_url"):
             rows.append((f"  {key}", _shown(spec, key), src.get(key, "default")))
         resolved = resolve_ssh(spec.target)
         if resolved is not None:
@@ -438,6 +439,10 @@ def _shown(spec: HostSpec, key: str) -> str:
         return "(from the unit's Environment= and user)"
     if value is None:
         return "(detected from the log)" if key == "engine" else "-"
+    if key == "notify":
+        return ", ".join(value) if value else "(none)"
+    if key == "webhook_url":
+        return url_label(value)  # the path is often a secret token
     if key == "stall_after_s":
         if not value:
             return "120 s in every phase"

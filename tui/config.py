@@ -33,6 +33,10 @@ The file's schema (unknown keys are errors; every value is checked before anythi
                                 # or per phase: { graph_capture = 600, init = 900, "*" = 180 }
     hf_cache = "/data/hf/hub"   # the host's Hugging Face hub cache (absolute); default: from the
                                 # unit's Environment= (HF_HUB_CACHE, HF_HOME) and its user's home
+    notify = ["bell", "toast"]  # where ready/failed/restart loop/stalled notices go: any of
+                                # "bell", "toast", "desktop" (notify-send), "webhook"; [] for none.
+                                # Default ["bell", "toast"], plus "webhook" when webhook_url is set
+    webhook_url = "https://hooks.example.com/..."  # http(s) URL the "webhook" channel POSTs JSON to
 
 Every effective value remembers where it came from (:attr:`Config.sources`), which is what
 ``upwatch config`` prints.
@@ -51,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from probes.engines import ENGINES
+from probes.notify import CHANNELS, DEFAULT_CHANNELS
 from probes.ssh import parse_target
 from probes.unitname import UNIT_SUFFIXES, normalize_unit  # noqa: F401 (re-exported)
 from probes.watch import HostSpec, health_target
@@ -65,7 +70,7 @@ LIVE_UNIT_INTERVAL_S = 1.0
 
 #: Keys of a ``[[host]]`` table, in the order ``upwatch config`` prints them.
 HOST_KEYS = ("name", "ssh", "unit", "engine", "port", "health_url", "sudo", "user_unit", "backlog",
-             "stall_after_s", "hf_cache")
+             "stall_after_s", "hf_cache", "notify", "webhook_url")
 #: Keys of ``[defaults]``: every host key but ``name``.
 DEFAULT_KEYS = tuple(k for k in HOST_KEYS if k != "name")
 #: Keys of ``[settings]``.
@@ -387,6 +392,17 @@ def _check(key: str, value: Any) -> Any:
                 raise ValueError(f"must be seconds (a number above 0), or a table of them by phase, not {seconds!r}")
             out.append((phase, float(seconds)))
         return tuple(out)
+    if key == "notify":
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ValueError(f'must be an array of channel names ({", ".join(CHANNELS)}), not {_kind(value)}')
+        for v in value:
+            if v not in CHANNELS:
+                close = difflib.get_close_matches(v, CHANNELS, n=1)
+                hint = f' (did you mean "{close[0]}"?)' if close else ""
+                raise ValueError(f'"{v}" is not a channel ({", ".join(CHANNELS)}){hint}')
+        if len(set(value)) != len(value):
+            raise ValueError("must not name a channel twice")
+        return tuple(value)
     if key in ("port", "backlog"):
         hi = 65535 if key == "port" else 100_000
         if isinstance(value, bool) or not isinstance(value, int):
@@ -417,6 +433,13 @@ def _check(key: str, value: Any) -> Any:
         if not value.startswith("/"):
             raise ValueError(f'must be an absolute folder on the host (what HF_HUB_CACHE names), not "{value}"')
         return value.rstrip("/") or "/"
+    if key == "webhook_url":
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in value):
+            raise ValueError(f'must be an http:// or https:// URL with a host, not "{value}"')
+        return value
     if key == "health_url":
         try:
             health_target(HostSpec("x", "x.service", health_url=value))
@@ -550,6 +573,13 @@ def _build(given: dict[str, Any], src: dict[str, str], defaults: dict[str, tuple
     if "ssh" not in values:
         values["ssh"] = None
         sources["ssh"] = "default: the name"
+    if "notify" not in values:
+        values["notify"] = DEFAULT_CHANNELS + (("webhook",) if values.get("webhook_url") else ())
+        sources["notify"] = "default (with webhook: webhook_url is set)" if values.get("webhook_url") else "default"
+    if "webhook" in values["notify"] and not values.get("webhook_url"):
+        key = "notify" if "notify" in given else None
+        raise ConfigError((lines.where(section, key) if section else "") + f'{context}key "notify" names '
+                          f'"webhook" ({sources["notify"]}) but no webhook_url is set (here or in [defaults])')
     spec = HostSpec(**values)
     if "ssh" not in given and "ssh" not in defaults and spec.target != "local":
         try:  # the name is the SSH target: it must be one

@@ -35,11 +35,12 @@ def make_demo_app(speed: float = 10.0, clock: Clock | None = None, start: float 
 
 
 async def advance_demo(app: UpwatchApp, clock, pilot, seconds: float, *, host: str | None = None,
-                       keys: tuple[str, ...] = (), step_s: float = 5.0) -> None:
+                       keys: tuple[str, ...] = (), step_s: float = 5.0, toasts: bool = False) -> None:
     """Drive a demo app on a :class:`~probes.clock.ManualClock` to a fixed picture: move the clock
     ``seconds`` on (in ``step_s`` steps, so every probe runs), take the snapshots, open ``host``'s
     detail screen when given, press ``keys``. Used by the snapshot tests and the screenshot script,
-    so both draw the same thing every time.
+    so both draw the same thing every time: the notifications' toasts, which depend on when the
+    repaint timer happened to take its snapshots, are cleared unless ``toasts`` is True.
     """
     left = seconds
     while left > 0:
@@ -54,4 +55,6 @@ async def advance_demo(app: UpwatchApp, clock, pilot, seconds: float, *, host: s
     if keys:
         await pilot.press(*keys)
     app.flush()
+    if not toasts:
+        app.clear_notifications()
     await pilot.pause()

@@ -317,11 +317,19 @@ class HelpScreen(ModalScreen[None]):
 
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen > Vertical { width: 76; height: auto; max-height: 90%; border: thick $accent;
-                            background: $surface; padding: 1 2; }
+    HelpScreen > Vertical { width: 77; height: auto; max-height: 90%; border: thick $accent;
+                            background: $surface; padding: 1 2; overflow-y: auto; scrollbar-size-vertical: 1; }
     """
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
 
+    def __init__(self, notifications: list[str] | None = None) -> None:
+        super().__init__()
+        self.notifications = list(notifications or ())
+
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(HELP, markup=False)
+            text = HELP
+            if self.notifications:
+                text += "\nNotifications not sent (the last failure per target)\n" + "".join(
+                    f"  {line}\n" for line in self.notifications)
+            yield Static(text, markup=False)
