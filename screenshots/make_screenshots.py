@@ -72,14 +72,20 @@ DASHBOARD = {
 
 
 async def _dashboard(name: str, seconds: float, host: str | None, keys: tuple[str, ...]) -> Path:
+    import tempfile
+
     from probes.clock import ManualClock
+    from probes.history import History
     from tui.demo_app import advance_demo, make_demo_app
 
     clock = ManualClock(1_764_000_000.0)
-    app = make_demo_app(clock=clock)
-    async with app.run_test(size=(160, 48)) as pilot:
-        await advance_demo(app, clock, pilot, seconds, host=host, keys=keys)
-        app.save_screenshot(filename=f"{name}.svg", path=str(HERE))
+    with tempfile.TemporaryDirectory() as folder:  # as `upwatch --demo` does: made-up earlier starts
+        history = History(f"{folder}/history.sqlite3")
+        app = make_demo_app(clock=clock, history=history, seed_history=True)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await advance_demo(app, clock, pilot, seconds, host=host, keys=keys)
+            app.save_screenshot(filename=f"{name}.svg", path=str(HERE))
+        history.close()
     return HERE / f"{name}.svg"
 
 

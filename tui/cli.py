@@ -463,9 +463,19 @@ def _speed(text: str) -> float:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from probes.history import History
     from tui.demo_app import make_demo_app
 
-    make_demo_app(speed=args.speed, read_only=args.read_only).run()
+    # The demo's history (made-up earlier starts, for the typical durations and ETAs) lives in a
+    # folder of its own that goes away with the demo; the user's history is never touched.
+    with tempfile.TemporaryDirectory(prefix="upwatch-demo-") as folder:
+        history = History(f"{folder}/history.sqlite3")
+        try:
+            make_demo_app(speed=args.speed, read_only=args.read_only, history=history, seed_history=True).run()
+        finally:
+            history.close()
     return EXIT_OK
 
 

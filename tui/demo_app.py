@@ -2,17 +2,55 @@
 
 from __future__ import annotations
 
+import json
+
 from probes.clock import Clock, ScaledClock
-from probes.history import History
-from probes.replay import ReplayRunner
+from probes.history import History, StartRecord
+from probes.journal import parse_record
+from probes.model import HostModel
+from probes.replay import ReplayRunner, Scenario
 from probes.watch import HostSpec
 from tui.app import UpwatchApp, make_app
 from tui.config import Config
 from tui.demo import demo_scenarios
 
 
+#: Earlier starts seeded into the demo's history: each phase's duration times these factors.
+_EARLIER = (0.92, 1.0, 1.06, 0.97, 1.12, 1.0)
+#: The hung host's earlier starts got through graph capture and warm-up in these many seconds.
+_HUNG_REST_S = (("graph_capture", 95.0), ("warmup", 20.0))
+
+
+def seed_demo_history(history: History, scenarios: list[Scenario]) -> int:
+    """Write made-up earlier starts of the demo's hosts into ``history``, so the cards show typical
+    durations, an ETA and "slower than usual": for each scenario that does not fail, six starts a
+    day apart whose phases took what the scenario's own start takes (times
+    :data:`_EARLIER`); the hung host's earlier starts finished graph capture (:data:`_HUNG_REST_S`).
+    Returns the number of starts written."""
+    written = 0
+    for sc in scenarios:
+        model = HostModel(sc.host, sc.unit, sc.engine)
+        for entry in sc.journal:
+            model.apply(parse_record(json.dumps(dict(entry.fields))))
+        end = sc.start + (sc.journal[-1].offset_s if sc.journal else 0.0)
+        st = model.state(end)
+        if st.start_began is None or st.state == "failed" or st.restart_loop:
+            continue  # the crash-looping host never had a good start to compare with
+        phases = [(sp.phase, sp.duration_s) for sp in st.phases if sp.duration_s is not None]
+        if st.state != "ready":
+            phases += [p for p in _HUNG_REST_S if p[0] not in dict(phases)]
+        for k, factor in enumerate(_EARLIER):
+            began = sc.start - 86400.0 * (len(_EARLIER) - k)
+            scaled = tuple((ph, round(d * factor, 1)) for ph, d in phases)
+            total = round(sum(d for _, d in scaled), 1)
+            written += history.add(StartRecord(sc.host, sc.unit, st.model, st.args_hash, st.engine, began,
+                                               began + total, "ready", total, scaled))
+    return written
+
+
 def make_demo_app(speed: float = 10.0, clock: Clock | None = None, start: float | None = None,
-                  read_only: bool = False, history: History | None = None) -> UpwatchApp:
+                  read_only: bool = False, history: History | None = None,
+                  seed_history: bool = False) -> UpwatchApp:
     """The demo app: the scenarios of :func:`tui.demo.demo_scenarios`, each behind a
     :class:`~probes.replay.ReplayRunner`, on a clock running ``speed`` times faster than real.
 
@@ -24,10 +62,14 @@ def make_demo_app(speed: float = 10.0, clock: Clock | None = None, start: float 
             not written to the audit log.)
         history: a start history to show typical durations from and write to (tests, the
             screenshot script); None (the default) keeps the demo's starts out of any history.
+        seed_history: first write made-up earlier starts into ``history``
+            (:func:`seed_demo_history`), so typical durations and ETAs show from the beginning.
     """
     clock = clock or ScaledClock(speed)
     t0 = clock.now() if start is None else start
     scenarios = {s.host: s for s in demo_scenarios(t0)}
+    if history is not None and seed_history:
+        seed_demo_history(history, list(scenarios.values()))
     config = Config(hosts=tuple(HostSpec(s.host, s.unit, s.port, s.engine) for s in scenarios.values()),
                     title="upwatch demo")
     return make_app(config, lambda spec: ReplayRunner(scenarios[spec.name], clock, start=t0), clock,
