@@ -16,17 +16,9 @@ from tui.actions import READ_ONLY_MESSAGE, ConfirmScreen, SafeRestartScreen
 from tui.app import make_app
 from tui.config import Config
 from tui.screens import DetailScreen, OverviewScreen
+from pilot_wait import until
 
 
-async def until(what: str, check: Any, pilot, deadline_s: float = 10.0) -> Any:
-    end = time.monotonic() + deadline_s
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"{what}: not within {deadline_s:g} s (last: {value!r})")
-        await pilot.pause(0.05)
 
 
 def _app(spec: HostSpec, runner_factory, tmp_path: Path, **kw):

@@ -6,12 +6,13 @@ rule (sample only while a start downloads) on a ManualClock."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -341,6 +342,17 @@ class CacheHost:
         return sum(1 for c in self.calls if c[:2] == ("sh", "-c"))
 
 
+@contextlib.asynccontextmanager
+async def download_task(w: HostWatcher) -> AsyncIterator[None]:
+    """Run only the watcher's download task (the clock drives it), cancelled at the end."""
+    task = asyncio.create_task(w._download())
+    try:
+        yield
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
 def journal(model: HostModel, text: str, t: float, *, systemd: bool = False) -> None:
     """One ``journalctl -o json`` record of the server (or of systemd about the unit) at ``t``."""
     fields = ({"SYSLOG_IDENTIFIER": "systemd", "_PID": "1", "UNIT": "vllm.service", "_TRANSPORT": "journal"}
@@ -352,8 +364,7 @@ async def test_watcher_samples_only_while_a_silent_vllm_weights_phase_downloads(
     clock = ManualClock(T0)
     host = CacheHost()
     w = HostWatcher(HostSpec("gpu-node-1", "vllm.service", engine="vllm"), host, clock)  # type: ignore[arg-type]
-    task = asyncio.create_task(w._download())
-    try:
+    async with download_task(w):
         journal(w.model, VLLM_LINES[0], T0)
         await clock.advance(30)
         assert host.calls == []  # starting: nothing to measure
@@ -392,17 +403,13 @@ async def test_watcher_samples_only_while_a_silent_vllm_weights_phase_downloads(
         n = host.samples()
         await clock.advance(60)
         assert host.samples() == n and w.state().download is None
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
 
 
 async def test_a_failing_look_degrades_only_the_download_cell() -> None:
     clock = ManualClock(T0)
     host = CacheHost()
     w = HostWatcher(HostSpec("gpu-node-1", "vllm.service", engine="vllm"), host, clock)  # type: ignore[arg-type]
-    task = asyncio.create_task(w._download())
-    try:
+    async with download_task(w):
         for line in VLLM_LINES:
             journal(w.model, line, T0)
         host.fail = ProbeError("timeout", "gpu-node-1: command timed out after 30 s")
@@ -435,25 +442,18 @@ async def test_a_failing_look_degrades_only_the_download_cell() -> None:
         w.model.apply(ProbeOk(clock.now(), "journal"))
         await clock.advance(1)
         assert w.state().failure("download") is None and w.state().stale_since is None
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
 
 
 async def test_no_sampling_for_a_local_path_or_a_ready_start() -> None:
     clock = ManualClock(T0)
     host = CacheHost()
     w = HostWatcher(HostSpec("gpu-node-1", "vllm.service", engine="vllm"), host, clock)  # type: ignore[arg-type]
-    task = asyncio.create_task(w._download())
-    try:
+    async with download_task(w):
         journal(w.model, VLLM_LINES[0], T0)
         journal(w.model, "(EngineCore pid=115) Starting to load model /models/Qwen3-32B...", T0)
         assert w.state().phase == "weights" and w.state().model == "/models/Qwen3-32B"
         await clock.advance(60)
         assert host.calls == []
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
 
 
 async def test_hf_cache_setting_wins_and_samples_from_an_earlier_start_do_not_count() -> None:
@@ -461,8 +461,7 @@ async def test_hf_cache_setting_wins_and_samples_from_an_earlier_start_do_not_co
     host = CacheHost()
     spec = HostSpec("gpu-node-1", "vllm.service", engine="vllm", hf_cache="/data/my cache/hub")
     w = HostWatcher(spec, host, clock)  # type: ignore[arg-type]
-    task = asyncio.create_task(w._download())
-    try:
+    async with download_task(w):
         for line in VLLM_LINES:
             journal(w.model, line, T0)
         host.size = 100
@@ -485,9 +484,6 @@ async def test_hf_cache_setting_wins_and_samples_from_an_earlier_start_do_not_co
         await clock.advance(5)
         d = w.state().download
         assert d is not None and (d.bytes, d.rate_bps, d.grew_at) == (5100, 20.0, T0 + 15)
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
 
 
 # --- 7. end to end: a real sshd, a real journal, a folder that grows ---------------------------------------
@@ -548,8 +544,7 @@ async def test_an_unreadable_cache_is_read_through_sudo_when_allowed(sudo: bool)
     clock = ManualClock(T0)
     host = RootCacheHost()
     w = HostWatcher(HostSpec("gpu-node-1", "vllm.service", engine="vllm", sudo=sudo), host, clock)  # type: ignore[arg-type]
-    task = asyncio.create_task(w._download())
-    try:
+    async with download_task(w):
         for line in VLLM_LINES:
             journal(w.model, line, T0)
         host.size = 1
@@ -570,6 +565,3 @@ async def test_an_unreadable_cache_is_read_through_sudo_when_allowed(sudo: bool)
             assert s.download is None and f is not None and f.kind == "permission"
             assert f.message == f"{PATH}: the SSH user may not read it (set sudo = true for this host, or hf_cache)"
             assert s.stale_since is None
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)

@@ -27,6 +27,7 @@ from tui.demo import demo_scenarios
 from tui.demo_app import advance_demo, make_demo_app
 from tui.notify import Notifier
 from tui.screens import HelpScreen, OverviewScreen
+from pilot_wait import until
 
 T0 = 1_764_000_000.0
 READY_LINE = "gpu-node-1 sglang.service: ready after 2m22s"  # the demo's gpu-node-1 logs ready at 158 s
@@ -110,15 +111,6 @@ def record_toasts(app: UpwatchApp) -> list[tuple[str, dict[str, Any]]]:
     return seen
 
 
-async def until(what: str, check: Any, pilot, deadline_s: float = 30.0) -> Any:
-    end = time.monotonic() + deadline_s
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"{what}: not within {deadline_s:g} s (last: {value!r})")
-        await pilot.pause(0.02)
 
 
 async def run_for(app: UpwatchApp, clock: ManualClock, pilot, seconds: float, step_s: float = 10.0) -> None:
