@@ -21,6 +21,7 @@ and :meth:`entries_after` at their own rate, which is how the dashboard coalesce
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -119,6 +120,17 @@ CGROUP_PIDS_SCRIPT = (
 
 #: Real seconds after a GPU row with no further row before the first sample is shown as it is.
 EARLY_GPU_S = 0.3
+#: Seconds without a journal entry after which the watcher checks that ``journalctl -f`` has not
+#: fallen behind the journal (systemd#25649), and seconds between the two looks that must agree.
+JOURNAL_GUARD_S = 10.0
+JOURNAL_RECHECK_S = 3.0
+#: A follow whose first entry comes later than this (seconds after it opened) began with nothing to
+#: show; it is reopened once, since journalctl 252 then misses entries (systemd#25649).
+JOURNAL_BACKLOG_S = 2.0
+
+
+class _Reopen(Exception):
+    """The journal follow must be opened again (see :meth:`HostWatcher._journal_read`)."""
 
 _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]", "0.0.0.0"})
 
@@ -244,6 +256,11 @@ class HostWatcher:
         self.on_change = on_change
         self.model = HostModel(spec.name, spec.unit, spec.engine, stall_after=dict(spec.stall_after_s))
         self.cursor: str | None = None
+        #: times the journal follow was reopened because it had fallen behind (systemd#25649)
+        self.journal_reopened = 0
+        self._journal_rx = 0.0  # clock time of the last line the follow delivered
+        self._journal_delivered = False
+        self._journal_trust_next = False
         self.unit_interval_s = unit_interval_s
         self.health_interval_s = health_interval_s
         self.gpu_interval_s = gpu_interval_s
@@ -453,20 +470,23 @@ class HostWatcher:
                 argv = self._privileged(journal_argv(self.spec.unit, self.cursor, self.spec.backlog,
                                                      since=since, user_unit=self.spec.user_unit))
                 self._journal_open = True
-                async for raw in self.runner.stream(argv):
-                    if not raw.strip() or raw.startswith(b"-- "):
-                        continue
-                    try:
-                        rec = parse_record(raw)
-                    except RecordError:
-                        self.model.bad_record(raw, self.clock.now())
-                        self._changed()
-                        continue
-                    if rec.cursor:
-                        self.cursor = rec.cursor
-                    self.model.apply(rec)
-                    self._ok("journal")
-                    self._changed()
+                self._journal_rx = self.clock.now()
+                reader = asyncio.ensure_future(self._journal_read(argv))
+                guard = asyncio.ensure_future(self._journal_guard(since))
+                try:
+                    finished, _ = await asyncio.wait({reader, guard}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    for task in (reader, guard):
+                        task.cancel()
+                    await asyncio.gather(reader, guard, return_exceptions=True)
+                if reader not in finished or isinstance(reader.exception(), _Reopen):
+                    # journalctl -f fell behind the journal (systemd 252 misses a unit's entries
+                    # when it had none as the follow began, systemd#25649): reopen after the cursor.
+                    self.journal_reopened += 1
+                    delay = self.retry_s
+                    continue
+                reader.result()  # a ProbeError from the stream
+                if self._journal_delivered:
                     delay = self.retry_s
                 self._fail("journal", "closed", "journalctl ended")
                 kind = "closed"
@@ -474,6 +494,75 @@ class HostWatcher:
                 self._fail("journal", exc.kind, exc.message)
                 kind = exc.kind
             delay = await self._retry(delay, kind)
+
+    async def _journal_read(self, argv: list[str]) -> None:
+        """Read one ``journalctl -f`` stream into the model until it ends (the remote process is
+        ended when this is cancelled).
+
+        A follow whose first entry comes later than :data:`JOURNAL_BACKLOG_S` after it opened began
+        with nothing to show, and journalctl 252 then misses entries (systemd#25649): that entry is
+        not taken, and :class:`_Reopen` is raised so the follow is opened again, now with entries
+        to start from (once: the next follow is trusted however late its first entry comes).
+
+        Raises:
+            ProbeError: the stream failed. _Reopen: see above.
+        """
+        self._journal_delivered = False
+        opened = self.clock.now()
+        trusted = self._journal_trust_next
+        async with contextlib.aclosing(self.runner.stream(argv)) as lines:  # type: ignore[type-var]
+            async for raw in lines:
+                if not raw.strip() or raw.startswith(b"-- "):
+                    continue
+                if not trusted:
+                    if self.clock.now() - opened > JOURNAL_BACKLOG_S:
+                        self._journal_trust_next = True
+                        raise _Reopen
+                    trusted = True
+                self._journal_trust_next = False
+                self._journal_rx = self.clock.now()
+                try:
+                    rec = parse_record(raw)
+                except RecordError:
+                    self.model.bad_record(raw, self.clock.now())
+                    self._changed()
+                    continue
+                if rec.cursor:
+                    self.cursor = rec.cursor
+                self.model.apply(rec)
+                self._ok("journal")
+                self._changed()
+                self._journal_delivered = True
+
+    async def _journal_guard(self, since: float | None) -> None:
+        """Return when the open ``journalctl -f`` has fallen behind the journal: after
+        :data:`JOURNAL_GUARD_S` seconds without an entry, ``journalctl -n 1`` (after our cursor, or
+        since the start) finds an entry, and :data:`JOURNAL_RECHECK_S` seconds later it still does
+        and the stream has still delivered nothing. Failures of the look are ignored (the stream's
+        own errors speak for the connection)."""
+        flag = "--user-unit" if self.spec.user_unit else "-u"
+        while True:
+            await self.clock.sleep(JOURNAL_GUARD_S)
+            if self.clock.now() - self._journal_rx < JOURNAL_GUARD_S:
+                continue
+            seen = self._journal_rx
+            if not await self._journal_has_more(flag, since):
+                continue
+            await self.clock.sleep(JOURNAL_RECHECK_S)
+            if self._journal_rx == seen and await self._journal_has_more(flag, since):
+                return
+
+    async def _journal_has_more(self, flag: str, since: float | None) -> bool:
+        argv = ["journalctl", flag, self.spec.unit, "-o", "json", "-a", "--no-pager", "-n", "1"]
+        if self.cursor:
+            argv += ["--after-cursor", self.cursor]
+        elif since is not None:
+            argv.append(f"--since=@{int(since)}")
+        try:
+            done = await self.runner.run(self._privileged(argv), timeout=30.0)
+        except ProbeError:
+            return False
+        return done.returncode == 0 and any(line.lstrip().startswith(b"{") for line in done.stdout.splitlines())
 
     async def _unit(self) -> None:
         delay = self.retry_s

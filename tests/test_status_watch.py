@@ -63,10 +63,10 @@ def test_a_restart_is_followed_phase_by_phase_to_ready(systemd_host: SystemdHost
     assert phases[-1] == "ready"
     # the journal delivers lines in batches: a short phase may pass between two lines, but every
     # line lists the start's phases so far
-    listed = [p["phase"] for p in out.items[-1]["phases"]]
-    assert listed[-4:] == ["init", "graph_capture", "warmup", "ready"], listed
-    assert "weights" in listed, listed
-    assert [p["duration_s"] is None for p in out.items[-1]["phases"]] == [False] * (len(listed) - 1) + [True]
+    # (a unit with no entries when the follow began: journalctl 252 loses entries unless the
+    # follow is reopened, systemd#25649; the whole start must be there)
+    assert [p["phase"] for p in out.items[-1]["phases"]] == order
+    assert [p["duration_s"] is None for p in out.items[-1]["phases"]] == [False] * 5 + [True]
     rungs = [i["readiness"] for i in rest]
     assert "port_closed" in rungs and rungs.index("port_closed") < len(rungs) - 1
     for prev, cur in zip(out.items, rest):

@@ -1,0 +1,52 @@
+"""journalctl 252 follows a unit badly when the unit had no entries as the follow began
+(systemd#25649: it misses some or all of the entries that come later). The watcher reopens such a
+follow; on the real systemd 252 test host, every entry of three fresh units arrives exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from probes.clock import WallClock
+from probes.watch import HostSpec, HostWatcher
+from systemd_host import SystemdHost, llm_unit
+from test_systemd_host import until
+
+
+async def _follow_three_fresh_units(host: SystemdHost) -> list[tuple[HostWatcher, str]]:
+    out = []
+    for k in range(3):
+        unit = f"fresh{k}.service"
+        host.add_unit(unit, llm_unit("sglang-ok-01.log", port=30021 + k, speed=10))
+        w = HostWatcher(HostSpec("gpu-node-3", unit, ssh=host.target, engine="sglang", port=30021 + k),
+                        host.runner(), WallClock(), unit_interval_s=0.2, health_interval_s=0.2)
+        w.start()
+        out.append((w, unit))
+    # every follow is open (and has shown the nothing there is) before the units start
+    await until("three follows open", lambda: all(w._journal_open for w, _ in out), 30)
+    await asyncio.sleep(2.5)  # longer than JOURNAL_BACKLOG_S: the follows began with no entry at all
+    for _, unit in out:
+        done = host.systemctl("start", unit)
+        assert done.returncode == 0, done.stderr
+    return out
+
+
+def _journal_cursors(host: SystemdHost, unit: str) -> list[str]:
+    text = host.journalctl("-u", unit, "-o", "json", "-a", "--no-pager").stdout
+    return [json.loads(line)["__CURSOR"] for line in text.splitlines() if line.strip()]
+
+
+async def test_every_entry_of_a_unit_that_had_none_arrives_once(systemd_host: SystemdHost) -> None:
+    watchers = await _follow_three_fresh_units(systemd_host)
+    try:
+        for w, unit in watchers:
+            await until(f"{unit} ready", lambda w=w: w.state().state == "ready", 60)
+        await asyncio.sleep(1.0)  # the last lines of the log follow the ready line closely
+        for w, unit in watchers:
+            want = _journal_cursors(systemd_host, unit)
+            got = [e.cursor for e in w.model.entries_after(0)]
+            assert got == want, (unit, len(got), len(want), w.journal_reopened)
+            assert [p.phase for p in w.state().phases] == ["starting", "weights", "init", "graph_capture",
+                                                           "warmup", "ready"]
+    finally:
+        await asyncio.gather(*(w.stop() for w, _ in watchers))
