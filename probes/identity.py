@@ -94,3 +94,35 @@ def identify(text: str) -> Identity | None:
         if m is not None and m.group("m"):
             return Identity(m.group("m"))
     return None
+
+
+_PORT_ARG_RE = re.compile(r"(?:[(,] |\{|, )(?:port=|'port': )(?P<p>\d{1,5})\b")
+_LISTEN_RE = re.compile(r"(?:Uvicorn running on|API server(?: \d+)? on|server is listening on) "
+                        r"https?://[^\s/]*:(?P<p>\d{1,5})\b")
+_TRTLLM_PORT_RE = re.compile(r"Starting trtllm-serve for model \S+ on port (?P<p>\d{1,5})\b")
+
+
+def listen_port(text: str) -> int | None:
+    """The TCP port the server says it serves on, from one log line, or None.
+
+    Lines (the same sources as :func:`identify`): SGLang's ``server_args=ServerArgs(… port=30006, …)``,
+    vLLM's ``non-default args: {… 'port': 8001 …}`` and ``args: Namespace(… port=8000, …)``,
+    Uvicorn's ``Uvicorn running on http://0.0.0.0:30000`` (SGLang, vLLM, TRT-LLM), vLLM's
+    ``Starting vLLM API server 0 on http://0.0.0.0:8000``, llama.cpp's ``server is listening on
+    http://127.0.0.1:8080`` and TRT-LLM launchers' ``… on port 8355``. ``nccl_port=``,
+    ``metrics_port=`` and the like are not the server's port.
+    """
+    if "port" not in text and "http" not in text:
+        return None
+    m = None
+    if "server_args=ServerArgs(" in text or "non-default args: {" in text or "args: Namespace(" in text:
+        m = _PORT_ARG_RE.search(text)
+    if m is None and "://" in text:
+        m = _LISTEN_RE.search(text)
+    if m is None and "trtllm-serve" in text:
+        m = _TRTLLM_PORT_RE.search(text)
+    if m is None:
+        return None
+    port = int(m.group("p"))
+    return port if 0 < port < 65536 else None
+

@@ -331,7 +331,7 @@ class HostModel:
             last_log_at=self._last_log_at, log_count=self.seq,
             failures=tuple(self._failures[k] for k in sorted(self._failures)), stale_since=stale,
             reconnect_attempt=attempt, failed_starts=r.failed_starts, gave_up=r.gave_up, restarts_seen=self._restarts_seen,
-            model=r.model, args_hash=r.args_hash, download=download,
+            model=r.model, args_hash=r.args_hash, port=r.port, download=download,
             gpu_changed_at=self._gpu_changed_at, health_stale=health_stale,
             health_early_since=self._health_early_since,
             gpu_orphans=self._gpu_orphans.orphans if self._gpu_orphans is not None else None,

@@ -30,7 +30,7 @@ from datetime import datetime
 from probes.engines import ENGINES, IDENTS, PHASE_INDEX, PHASES, bars_for, hint_for, matcher_for
 from probes.engines.common import EXCEPTION_RE, GO_ERROR_RE
 from probes.logline import MAX_LINE_CHARS, Line, Stamp, frames, parse
-from probes.identity import identify
+from probes.identity import identify, listen_port
 
 _STARTING, _DOWNLOAD, _WARMUP, _READY = (PHASE_INDEX[p] for p in ("starting", "download", "warmup", "ready"))
 
@@ -151,6 +151,8 @@ class Reading:
         model: the model the last start serves (a hub id or a path), or None (see
             :mod:`probes.identity`).
         args_hash: 12 hex digits identifying the last start's engine arguments, or None.
+        port: the TCP port the last start says it serves on (its arguments, or the line that
+            says it listens), or None (see :func:`probes.identity.listen_port`).
     """
 
     engine: str
@@ -172,6 +174,7 @@ class Reading:
     failed_starts: tuple[FailedStart, ...] = ()
     model: str | None = None
     args_hash: str | None = None
+    port: int | None = None
 
     @property
     def phases_seen(self) -> list[str]:
@@ -249,6 +252,7 @@ class _Start:
     invocation: str | None = None
     model: str | None = None            # what the start serves (probes/identity.py)
     args_hash: str | None = None
+    port: int | None = None             # the port the start says it serves on
 
     def host_phase(self) -> int:
         """The host's phase: the main process's, or the slowest rank's when that is further.
@@ -461,6 +465,8 @@ class StartupReader:
             start.evidence = True
             start.first = self._mark("starting", ln)
         start.output = True
+        if ("port" in msg or "://" in msg) and (port := listen_port(msg)) is not None:
+            start.port = port
         if start.args_hash is None and "model" in msg:
             ident = identify(msg)
             if ident is not None and (ident.args_hash is not None or start.model is None):
@@ -772,6 +778,7 @@ class StartupReader:
                                 + ([self._failed_start(cur)] if cur.failed else [])),
             model=cur.model,
             args_hash=cur.args_hash,
+            port=cur.port,
         )
 
     def _hint(self, cur: _Start) -> str:

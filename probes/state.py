@@ -336,6 +336,8 @@ class HostState:
         model: the model the current start serves (hub id or path), from the engine's own lines,
             or None. args_hash: 12 hex digits of the engine's argument dump, or None (see
             :mod:`probes.identity`).
+        port: the TCP port the current start says it serves on, or None; health looks go there
+            when the host's configuration names no port or health URL.
         download: the current start's download into the hub cache (bytes, expected total, rate,
             ETA; :mod:`probes.download`), while the start is in ``download`` or in a silent
             ``weights`` and the folder grows; None otherwise.
@@ -380,6 +382,7 @@ class HostState:
     updated: float | None = None
     model: str | None = None
     args_hash: str | None = None
+    port: int | None = None
     health_early_since: float | None = None
     download: DownloadProgress | None = None
 

@@ -135,11 +135,13 @@ class _Reopen(Exception):
 _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]", "0.0.0.0"})
 
 
-def health_target(spec: HostSpec, engine: str | None = None) -> HealthTarget:
-    """Resolve ``spec.health_url`` (or the port default) into a :class:`HealthTarget`.
+def health_target(spec: HostSpec, engine: str | None = None, port: int | None = None) -> HealthTarget:
+    """Resolve ``spec.health_url`` (or the port) into a :class:`HealthTarget`.
 
     Args:
         spec: the host. engine: the engine detected from the log, used when the spec names none.
+        port: the port the start's log says the server serves on; used when the spec names
+            neither ``port`` nor ``health_url`` (before the engine's default port).
 
     Raises:
         ValueError: ``health_url`` is not an ``http://`` or ``https://`` URL with a host.
@@ -147,7 +149,7 @@ def health_target(spec: HostSpec, engine: str | None = None) -> HealthTarget:
     from urllib.parse import urlsplit
 
     if spec.health_url is None:
-        port = spec.port or DEFAULT_PORTS.get(spec.engine or engine or "", 8000)
+        port = spec.port or port or DEFAULT_PORTS.get(spec.engine or engine or "", 8000)
         return HealthTarget(f"http://127.0.0.1:{port}", "/health", port, True)
     parts = urlsplit(spec.health_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -758,9 +760,10 @@ class HostWatcher:
                     # the runner has reconnected.
                     await client.aclose()
                     client = None
-                want = health_target(self.spec, self.model.reader.engine if self.spec.engine is None else None)
+                want = health_target(self.spec, self.model.reader.engine if self.spec.engine is None else None,
+                                     self.model.reader.reading().port)
                 if client is not None and want != target:
-                    await client.aclose()  # the engine became known: its default port
+                    await client.aclose()  # the engine or the start's own port became known
                     client = None
                 try:
                     if client is None:

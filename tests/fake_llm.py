@@ -13,7 +13,8 @@ Replay
     follow after ``--line-gap`` seconds. Lines are split on ``\\n`` only; a ``\\r`` inside a line is
     kept (journald keeps it too).
 
-HTTP (``--host``:``--port``, default ``0.0.0.0:30000``)
+HTTP (``--host``:``--port``, default ``0.0.0.0:30000``; the port the recorded log names in its
+``server_args`` and Uvicorn lines is replaced by ``--port``, as a real server prints its own)
     * Nothing listens (connections are refused) until the first line matching ``--bind-at``
       (default: ``Uvicorn running on|fired up and ready to roll``): the port is bound just before
       that line is printed (uvicorn prints it after binding).
@@ -173,6 +174,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+#: The port a recorded log says its server used: SGLang's ``server_args=… port=N``, or Uvicorn's line.
+LOG_PORT = re.compile(rb"[ (,]port=(\d+)\b|Uvicorn running on https?://[^\s/]*:(\d+) \(Press CTRL")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.speed <= 0:
@@ -202,6 +207,14 @@ def main(argv: list[str] | None = None) -> int:
     if model is None:
         m = SERVED_NAME.search(data)
         model = m.group(1).decode(errors="replace") if m else "default"
+
+    # A real server prints the port it serves on: the recorded log's port (its server_args or
+    # Uvicorn line) becomes --port, so the log and the listening socket agree.
+    m = LOG_PORT.search(data)
+    if m is not None and int(m.group(1) or m.group(2)) != args.port:
+        recorded = (m.group(1) or m.group(2))
+        port_re = re.compile(rb"(?<=[ (,]port=)" + recorded + rb"\b|(?<=:)" + recorded + rb"(?= \(Press CTRL)")
+        lines = [port_re.sub(str(args.port).encode(), line) for line in lines]
 
     bind_at = re.compile(args.bind_at.encode())
     ready_at = re.compile(args.ready_at.encode())

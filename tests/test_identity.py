@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from probes.identity import Identity, args_hash, identify
+from probes.identity import Identity, args_hash, identify, listen_port
 from probes.logfile import read_path
 from probes.reader import StartupReader
 
@@ -84,3 +84,24 @@ def test_host_state_carries_the_identity() -> None:
                    pid=7, ident="python3", unit="sglang.service", invocation=None, systemd=False))
     s = m.state(1741436940.0)
     assert (s.model, s.args_hash) == ("/m/Qwen", identify(SG.format(tp=1, seed=9)).args_hash)
+
+
+@pytest.mark.parametrize(("text", "port"), [
+    ("[2025-05-02 16:13:35] server_args=ServerArgs(model_path='/m', host='127.0.0.1', port=30006, "
+     "nccl_port=None, metrics_port=9)", 30006),
+    ("[2025-05-02 16:14:59] INFO:     Uvicorn running on http://127.0.0.1:30000 (Press CTRL+C to quit)", 30000),
+    ("(APIServer pid=1) INFO 02-12 19:34:50 [utils.py:325] non-default args: {'model_tag': 'x', 'port': 8001}", 8001),
+    ("(APIServer pid=1) INFO 05-12 [api_server.py:1] Starting vLLM API server 0 on http://0.0.0.0:8000", 8000),
+    ("main: server is listening on http://127.0.0.1:8080 - starting the main loop", 8080),
+    ("Starting trtllm-serve for model openai/gpt-oss-120b on port 8355...", 8355),
+    ("nccl_port=29500", None), ("INFO:     127.0.0.1:48030 - \"GET /get_model_info HTTP/1.1\" 200 OK", None),
+    ("server_args=ServerArgs(port=99999)", None),
+])
+def test_the_port_a_line_names(text: str, port: int | None) -> None:
+    assert listen_port(text) == port
+
+
+def test_the_reading_carries_the_port_of_the_last_start() -> None:
+    assert _reading("sglang-ok-01.log").port == 30000
+    assert _reading("trtllm-ok-01.log").port == 8355
+    assert _reading("vllm-fail-oom-01.log").port is None

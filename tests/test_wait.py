@@ -126,3 +126,16 @@ def test_health_from_the_old_process_does_not_end_the_wait(systemd_host: Systemd
     assert any("loading · Weight load" in line for line in lines), lines  # it saw the new start loading
     assert not any(": ready" in line for line in lines), lines
     assert not any(line.endswith("· healthy") for line in lines if "Weight load" in line), lines
+
+
+def test_the_port_the_log_names_is_the_one_probed(systemd_host: SystemdHost) -> None:
+    # No port configured: upwatch must not probe the engine's default (30000, where nothing
+    # listens now) but the port the start itself names (server_args ... port=30016, Uvicorn line).
+    assert systemd_host.systemctl("stop", "fake-llm.service").returncode == 0
+    systemd_host.add_unit("p16.service", llm_unit("sglang-ok-01.log", port=30016))
+    out = io.StringIO()
+    spec = HostSpec("gpu-node-3", "p16.service", ssh=systemd_host.target, engine="sglang")  # no port
+    code = run_wait(spec, out=out, tty=False, config=FAST, runner_factory=lambda s: systemd_host.runner(),
+                    restart=True, until="ready", timeout_s=60)
+    assert code == EXIT_READY, out.getvalue()
+    assert out.getvalue().splitlines()[-1] in ("gpu-node-3: ready (healthy)", "gpu-node-3: ready (serving)")
