@@ -128,6 +128,19 @@ def _orphan_words(orphans) -> tuple[str, list[str]]:
     return f"{n} process{'es' if n != 1 else ''} hold{'s' if n == 1 else ''} {total} MiB (PID {pids})", evidence
 
 
+def systemd_gave_up(s: HostState) -> bool:
+    """systemd stopped restarting the unit because it hit its start limit: ``ActiveState=failed``
+    after automatic restarts (``NRestarts`` above 0; a manual start resets it), or with the
+    journal's ``Start request repeated too quickly`` or ``Result=start-limit-hit`` (which a crash
+    loop does not set: the last crash's result stays, FORMATS.md 2.4). Without the unit probe,
+    the journal's line while the start is failed. A unit started by hand that failed again
+    (``Restart=no``) is failed, not "gave up"."""
+    u = s.unit_state
+    if u is not None:
+        return u.active_state == "failed" and (bool(u.n_restarts) or s.gave_up or u.result == "start-limit-hit")
+    return s.gave_up and s.state == "failed"
+
+
 def _restart_loop(s: HostState, now: float, gave_up: bool) -> Verdict:
     fs = s.failed_starts
     n = max(len(fs), 2)
@@ -144,8 +157,11 @@ def _restart_loop(s: HostState, now: float, gave_up: bool) -> Verdict:
     else:
         last_cause = next((c for c in reversed(causes) if c), s.cause or (s.error.cause if s.error else None))
         what = f"the last with {cause_words(last_cause)}"
+    u = s.unit_state
     if gave_up:
         end = "; systemd gave up (start limit): fix it, then systemctl reset-failed"
+    elif u is not None and u.active_state == "failed":
+        end = "; the unit is failed and systemd is not restarting it"
     elif s.state == "loading":
         end = "; starting again"
     else:
@@ -199,8 +215,7 @@ def verdict_for(s: HostState, now: float, stall_after: Mapping[str, float] | Non
     if u is not None and u.load_state == "not-found":
         return Verdict("error", kind="not_found", sentence=f"Unit {s.unit} does not exist on this host.")
     cause = s.cause or (s.error.cause if s.error is not None else None)
-    # systemd's own state says whether it gave up; the journal's line only when the unit is unknown.
-    gave_up = u.active_state == "failed" if u is not None else (s.gave_up and s.state == "failed")
+    gave_up = systemd_gave_up(s)
     orphans = tuple(s.gpu_orphans or ())
     if s.restart_loop:
         v = _restart_loop(s, now, gave_up)

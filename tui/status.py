@@ -24,6 +24,7 @@ from probes.download import download_words
 from probes.gpu import NvmlSource
 from probes.history import History
 from probes.model import CONNECTION_KINDS
+from probes.verdict import systemd_gave_up
 from probes.runner import Runner
 from probes.state import HostState
 from probes.watch import HostSpec, HostWatcher
@@ -85,7 +86,7 @@ def host_json(spec: HostSpec, s: HostState, now: float | None = None) -> dict[st
         "restarts": s.restart_counter,
         "restart_loop": ({"starts": max(len(s.failed_starts), 2),
                           "causes": [f.cause for f in s.failed_starts],
-                          "gave_up": s.unit_state is not None and s.unit_state.active_state == "failed"}
+                          "gave_up": systemd_gave_up(s)}
                          if s.restart_loop else None),
         "gpus": gpus,
         "gpu_error": gf.message if gf is not None else None,
