@@ -11,8 +11,9 @@ arrived:
   line's, when that line belongs to the current start, else the last log line's (systemd writes
   ``Failed with result ...`` when a unit fails). Inside a restart loop a failed start is not told
   again (the loop notice said it), except when systemd gives up (the start limit).
-* ``restart_loop``: ``restart_loop`` became true (once per loop, keyed by the loop's first failed
-  start); its time is the latest failure's, as for ``failed``.
+* ``restart_loop``: ``restart_loop`` became true, or a loop that was already there when watching
+  began failed again (once per loop, keyed by the loop's first failed start); its time is the
+  latest failure's, as for ``failed``.
 * ``stalled``: the verdict's kind became ``stalled`` (once per silence); its time is the last sign
   of life (log line or GPU memory change) plus the phase's stall limit.
 
@@ -164,7 +165,12 @@ def notices(prev: HostState | None, cur: HostState, since: float,
         current = cur.failed_at is not None and (new_line or at == cur.failed_at)
         add("failed", sentence, at, f"failed:{cur.failed_at}" if current else f"failed:start:{cur.start_began}")
 
-    if cur.restart_loop and not (prev is not None and prev.restart_loop):
+    # A loop is told when it begins, or, when it was already there (and older than ``since``) at
+    # the first snapshot, at its first failure after that: it is live again (the tracker's key
+    # keeps it to once per loop).
+    old_loop = (prev is not None and prev.restart_loop and new_line
+                and (_failed_time(prev) is None or _failed_time(prev) < since))  # type: ignore[operator]
+    if cur.restart_loop and (not (prev is not None and prev.restart_loop) or old_loop):
         sentence = _verdict_sentence(cur, ("restart_loop",)) or (
             f"Restart loop: {max(2, len(cur.failed_starts))} starts failed with no ready between them.")
         add("restart_loop", sentence, _failed_time(cur), _loop_key(cur))

@@ -165,6 +165,13 @@ def test_restart_loop_in_the_backlog_is_not_told() -> None:
     assert notices(HostState(HOST, UNIT), _loop(SINCE - 20), SINCE) == []
 
 
+def test_a_loop_from_before_is_told_when_it_fails_again_after_since() -> None:
+    # Looping before upwatch connected (not told), then started by hand and failing again: live now.
+    [n] = notices(_loop(SINCE - 600), _loop(SINCE + 30), SINCE)
+    assert (n.kind, n.time) == ("restart_loop", SINCE + 30)
+    assert notices(_loop(SINCE + 30), _loop(SINCE + 90), SINCE) == []  # then once per loop, as always
+
+
 # --- stalled -------------------------------------------------------------------------------------
 
 def _stalled(last: float, now: float, stall_after=None) -> HostState:
