@@ -71,7 +71,7 @@ def test_a_restart_is_followed_phase_by_phase_to_ready(systemd_host: SystemdHost
     assert "port_closed" in rungs and rungs.index("port_closed") < len(rungs) - 1
     for prev, cur in zip(out.items, rest):
         assert cur["changed"], cur  # every line says what changed ...
-        keys = {"state", "phase", "progress", "readiness", "verdict", "connection"}
+        keys = {"state", "phase", "progress", "download", "readiness", "verdict", "connection"}
         assert set(cur["changed"]) <= keys
         assert cur["verdict"]["sentence"]  # ... and carries the sentence
         assert any(_key(prev)[k] != _key(cur)[k] for k in cur["changed"])
@@ -85,6 +85,7 @@ def _key(item: dict) -> dict:
     p = item["progress"]
     return {"state": item["state"], "phase": item["phase"],
             "progress": [p["done"], p["total"]] if p and p["phase"] == item["phase"] else None,
+            "download": item["download"] and item["download"]["bytes"],
             "readiness": item["readiness"], "verdict": [item["verdict"]["level"], item["verdict"]["kind"]],
             "connection": "ok" if item["connection"] == "ok" else "x"}
 

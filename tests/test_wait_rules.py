@@ -56,6 +56,11 @@ def test_failed_loop_and_the_auto_restart_between() -> None:
     assert outcome(dataclasses.replace(auto, restart_loop=True), since=T0, until="ready") == EXIT_LOOP
     dead = dataclasses.replace(auto, unit_state=unit("failed", "failed", started=T0 + 10))
     assert outcome(dead, since=T0, until="ready") == EXIT_FAILED
+    # two failed starts with no ready between: a loop only while systemd restarts it, or gave up
+    by_hand = dataclasses.replace(dead, restart_loop=True)  # NRestarts 0: started by hand again
+    assert outcome(by_hand, since=T0, until="ready") == EXIT_FAILED
+    gave_up = dataclasses.replace(by_hand, unit_state=dataclasses.replace(by_hand.unit_state, n_restarts=3))
+    assert outcome(gave_up, since=T0, until="ready") == EXIT_LOOP
     assert outcome(state(unit_state=unit("inactive", "dead", load="not-found", started=None)), since=0,
                    until="ready") == EXIT_FAILED
     assert decisive_line_known(dead)
@@ -133,3 +138,16 @@ def test_bad_arguments_exit_64_not_2(argv: list[str], tmp_path, monkeypatch) -> 
     except SystemExit as exc:
         code = exc.code
     assert code == 64
+
+
+def test_a_reader_that_leaves_does_not_change_the_outcome() -> None:
+    from tui.wait import _PipeSafe
+
+    class Closed(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    out = _PipeSafe(Closed())
+    assert out.write("gpu-node-3: loading\n") == len("gpu-node-3: loading\n")
+    out.flush()
+    out.write("more")  # quiet from now on, never raising

@@ -191,8 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Print the start history: for each host, unit, model and engine-argument hash, how\n"
                     "many starts were ready and failed, the median of each phase and of the whole start\n"
-                    "over the last 20 ready ones, and when the newest began. The dashboard and `upwatch\n"
-                    "status` write every start that ends ready or failed to history.sqlite3 in the user\n"
+                    "over the last 20 ready ones, and when the newest began. The dashboard, `upwatch\n"
+                    "status` and `upwatch wait` write every start that ends ready or failed to\n"
+                    "history.sqlite3 in the user\n"
                     "data folder (~/.local/share/upwatch; $UPWATCH_DATA_DIR overrides the folder).\n\n"
                     "Exit status: 0 (also when nothing is recorded yet), 2 the history file cannot be read.",
     )

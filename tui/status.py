@@ -186,7 +186,7 @@ def _oneline(text: str) -> str:
     return "".join(ch if ch.isprintable() else "?" for ch in text.replace("\n", " "))
 
 
-class _Answered:
+class Answered:
     """Tells when a watcher has answered once: each probe delivered or failed, and the journal's
     backlog is read (no new entry for :data:`JOURNAL_QUIET_S`, on the monotonic clock)."""
 
@@ -236,7 +236,7 @@ async def collect(config: Config, timeout_s: float, *,
     """
     changed = asyncio.Event()
     watchers = _watchers(config, changed, clock or WallClock(), runner_factory, gpu_source_factory, history)
-    done = _Answered()
+    done = Answered()
     for w in watchers:
         w.start()
     try:
@@ -257,17 +257,30 @@ async def collect(config: Config, timeout_s: float, *,
         await asyncio.gather(*(w.stop() for w in watchers), return_exceptions=True)
 
 
+def _no_answer(item: dict[str, Any], timeout_s: float) -> None:
+    """A host that gave no answer at all within the timeout: say so in ``connection`` and as the
+    verdict, instead of "nothing wrong seen"."""
+    item["connection"] = f"no answer within {timeout_s:g} s"
+    item["verdict"] = {"level": "error", "kind": "no_answer",
+                       "sentence": f"No answer from the host within {timeout_s:g} s.",
+                       "evidence": [f"{k}: {v}" for k, v in item["probe_errors"].items()]}
+
+
 def change_key(s: HostState) -> dict[str, Any]:
     """What ``status --watch`` prints a new line for when it changes: ``state``, ``phase``,
-    ``progress`` (the step, ``[done, total]``, or null), ``readiness`` (rung), ``verdict``
+    ``progress`` (the step, ``[done, total]``, or null), ``download`` (whole percent of the
+    expected size, or whole GiB without one; null when no download is measured), ``readiness`` (rung), ``verdict``
     (``[level, kind]``: the sentence's ticking durations are not changes) and ``connection``
     (``ok``, ``stale`` or ``unreachable``)."""
     p = s.progress
     conn = "ok" if s.stale_since is None else ("unreachable" if s.updated is None else "stale")
+    d = s.download
     return {
         "state": s.state,
         "phase": s.phase,
         "progress": [p.done, p.total] if p is not None and p.phase == s.phase else None,
+        "download": (int(100 * d.bytes / d.expected_bytes) if d.expected_bytes else d.bytes >> 30)
+                    if d is not None else None,
         "readiness": s.readiness,
         "verdict": [s.verdict.level, s.verdict.kind] if s.verdict is not None else ["ok", ""],
         "connection": conn,
@@ -296,7 +309,7 @@ async def watch(config: Config, out: IO[str], *, timeout_s: float = 15.0, tick_s
     clock = clock or WallClock()
     changed = asyncio.Event()
     watchers = _watchers(config, changed, clock, runner_factory, gpu_source_factory, history)
-    done = _Answered()
+    done = Answered()
     last: dict[int, dict[str, Any]] = {}
     stop = stop or asyncio.Event()
     for w in watchers:
@@ -314,6 +327,8 @@ async def watch(config: Config, out: IO[str], *, timeout_s: float = 15.0, tick_s
                 if key == prev:
                     continue
                 item = host_json(w.spec, s, clock.now())
+                if prev is None and not done(w) and item["connection"] == "ok" and s.unit_state is None:
+                    _no_answer(item, timeout_s)
                 item["time"] = _local(clock.now())
                 item["phases"] = [{"phase": sp.phase, "began": _local(sp.began),
                                    "duration_s": round(sp.duration_s, 3) if sp.duration_s is not None else None}
@@ -359,13 +374,13 @@ def run_status_watch(config: Config, *, timeout_s: float, out: IO[str],
     try:
         asyncio.run(main())
     except BrokenPipeError:
-        _quiet_stdout()
+        quiet_stdout()
     finally:
         hist.close()
     return EXIT_OK
 
 
-def _quiet_stdout() -> None:
+def quiet_stdout() -> None:
     """After ``| head`` closed the pipe: point stdout at /dev/null so the exit flush is silent."""
     import os
     import sys
@@ -400,7 +415,7 @@ def run_status(config: Config, *, as_json: bool, timeout_s: float, out: IO[str],
     try:
         _print(results, as_json=as_json, timeout_s=timeout_s, out=out)
     except BrokenPipeError:
-        _quiet_stdout()  # `upwatch status | head`: the reader went away; the exit status still tells
+        quiet_stdout()  # `upwatch status | head`: the reader went away; the exit status still tells
     return EXIT_UNREACHABLE if unreachable else EXIT_OK
 
 
@@ -411,7 +426,7 @@ def _print(results: list[tuple[HostSpec, HostState, bool]], *, as_json: bool, ti
         for spec, s, answered in results:
             item = host_json(spec, s, time.time())
             if not answered and item["connection"] == "ok" and s.unit_state is None:
-                item["connection"] = f"no answer within {timeout_s:g} s"
+                _no_answer(item, timeout_s)
             items.append(item)
         json.dump(items, out, ensure_ascii=False, indent=2)
         out.write("\n")

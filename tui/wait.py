@@ -26,8 +26,11 @@ from probes.history import History
 from probes.model import CONNECTION_KINDS
 from probes.runner import ProbeError, Runner
 from probes.state import HostState
+from probes.verdict import systemd_gave_up
 from probes.watch import HostSpec, HostWatcher
 from tui.config import Config
+from tui.status import Answered, quiet_stdout
+from widgets.fmt import RUNG_WORDS
 
 EXIT_READY, EXIT_FAILED, EXIT_LOOP, EXIT_TIMEOUT, EXIT_UNREACHABLE = 0, 1, 2, 3, 4
 EXIT_CODES = {EXIT_READY: "ready", EXIT_FAILED: "the start failed", EXIT_LOOP: "restart loop",
@@ -84,7 +87,9 @@ def outcome(s: HostState, since: float, until: str, unit_after: float = 0.0) -> 
         return EXIT_FAILED
     new = u.started_at is not None and u.started_at >= since - 1.0
     if s.restart_loop and (new or u.active_state == "failed"):
-        return EXIT_LOOP
+        # systemd restarting it again and again, or given up on it (start limit); a unit failed
+        # that systemd does not restart (Restart=no, started by hand again) is a failed start
+        return EXIT_FAILED if u.active_state == "failed" and not systemd_gave_up(s) else EXIT_LOOP
     if u.active_state == "failed" or (
             s.state == "failed" and new and not u.running and u.sub_state != "auto-restart"
             and u.active_state == "inactive"):
@@ -168,6 +173,8 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
         out.write(f"{spec.name}: --restart refused: read-only (read_only = true in the configuration)\n")
         return EXIT_UNREACHABLE
     width = shutil.get_terminal_size((100, 24)).columns
+    answered = Answered()
+    restart_failed = False
     w.start()
     last = ""
     try:
@@ -179,20 +186,29 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
             result = await execute(plan(spec, "restart"), runner, AuditLog())
             if result.outcome != "ok":
                 out.write(f"{spec.name}: restart failed: {_oneline(result.output.strip()[-300:]) or result.outcome}\n")
-                refused = _NOT_ALLOWED_RE.search(result.output) is not None
-                return EXIT_UNREACHABLE if result.outcome == "error" or refused else EXIT_FAILED
+                if result.outcome == "error" or _NOT_ALLOWED_RE.search(result.output) is not None:
+                    return EXIT_UNREACHABLE
+                # systemd refused or the start failed at once: say why from the unit and the log
+                # (e.g. the start limit, with its fix) as for any failed start
+                since = 0.0
+                restart_failed = True
             unit_after = clock.now()
         deadline = time.monotonic() + timeout_s
         grace_until: float | None = None
         while True:
             s = w.state()
             code = outcome(s, since, until, unit_after)
+            if restart_failed and code is None and s.unit_state is not None and s.unit_state.time >= unit_after:
+                code = EXIT_FAILED  # the restart failed and the unit is not starting either
             if code in (EXIT_FAILED, EXIT_LOOP) and not decisive_line_known(s):
                 # systemd said it first; give the journal a few seconds to deliver the line that says why
                 grace_until = grace_until or time.monotonic() + LOG_GRACE_S
                 if time.monotonic() < grace_until:
                     code = None
             text = tty_line(s, clock.now(), width) if tty else describe(s)
+            if code is None and not answered(w):
+                # the journal's backlog is still coming: its first lines are history
+                text = f"{spec.name}: connecting…" if tty else last
             if text != last:
                 out.write(("\r\x1b[2K" + text) if tty else text + "\n")
                 out.flush()
@@ -209,6 +225,11 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
                 if tty:
                     out.write("\n")
                 out.write(f"{spec.name}: not ready after {timeout_s:g} s\n")
+                if s.verdict is not None:
+                    out.write(f"  {_oneline(s.verdict.sentence)}\n")
+                elif until == "serving" and s.state == "ready" and s.readiness != "serving":
+                    out.write(f"  the log says ready and /health answers, but no generation has been answered"
+                              f" ({RUNG_WORDS.get(s.readiness, s.readiness)})\n")
                 return EXIT_TIMEOUT
             changed.clear()
             try:
@@ -248,9 +269,44 @@ def run_wait(spec: HostSpec, *, restart: bool, until: str, timeout_s: float, out
     if runner_factory is None:
         from tui.live import runner_for as runner_factory
     hist = History() if history == "default" else history
+    if isinstance(hist, History) and hist.problem:
+        import sys
+
+        print(f"upwatch wait: {hist.problem}", file=sys.stderr)
     try:
         return asyncio.run(wait(spec, runner_factory(spec), restart=restart, until=until, timeout_s=timeout_s,
-                                out=out, tty=tty, config=config, history=hist))  # type: ignore[arg-type]
+                                out=_PipeSafe(out), tty=tty, config=config, history=hist))  # type: ignore[arg-type]
     finally:
         if isinstance(hist, History):
             hist.close()
+
+
+class _PipeSafe:
+    """``out`` that goes quiet when its reader leaves (``upwatch wait | head -1``): the wait goes
+    on and its exit status still tells; stdout is pointed at /dev/null so the exit flush is silent."""
+
+    def __init__(self, out: IO[str]) -> None:
+        self._out = out
+        self._gone = False
+
+    def write(self, text: str) -> int:
+        if not self._gone:
+            try:
+                self._out.write(text)
+            except BrokenPipeError:
+                self._gone_now()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._gone:
+            try:
+                self._out.flush()
+            except BrokenPipeError:
+                self._gone_now()
+
+    def _gone_now(self) -> None:
+        self._gone = True
+        import sys
+
+        if self._out is sys.stdout:
+            quiet_stdout()
