@@ -124,9 +124,6 @@ EARLY_GPU_S = 0.3
 #: fallen behind the journal (systemd#25649), and seconds between the two looks that must agree.
 JOURNAL_GUARD_S = 10.0
 JOURNAL_RECHECK_S = 3.0
-#: A follow whose first entry comes later than this (seconds after it opened) began with nothing to
-#: show; it is reopened once, since journalctl 252 then misses entries (systemd#25649).
-JOURNAL_BACKLOG_S = 2.0
 
 
 class _Reopen(Exception):
@@ -262,7 +259,6 @@ class HostWatcher:
         self.journal_reopened = 0
         self._journal_rx = 0.0  # clock time of the last line the follow delivered
         self._journal_delivered = False
-        self._journal_trust_next = False
         self.unit_interval_s = unit_interval_s
         self.health_interval_s = health_interval_s
         self.gpu_interval_s = gpu_interval_s
@@ -459,6 +455,7 @@ class HostWatcher:
     async def _journal(self) -> None:
         delay = self.retry_s
         checked = False
+        reopened = False
         while True:
             try:
                 if not checked:
@@ -471,9 +468,14 @@ class HostWatcher:
                 since = None if self.cursor else await self._journal_since()
                 argv = self._privileged(journal_argv(self.spec.unit, self.cursor, self.spec.backlog,
                                                      since=since, user_unit=self.spec.user_unit))
+                flag = "--user-unit" if self.spec.user_unit else "-u"
+                # A follow that begins with nothing to show is not trusted (systemd#25649), except
+                # right after a reopen for that reason (it had entries then).
+                trusted = reopened or await self._journal_has_more(flag, since, on_error=True)
+                reopened = False
                 self._journal_open = True
                 self._journal_rx = self.clock.now()
-                reader = asyncio.ensure_future(self._journal_read(argv))
+                reader = asyncio.ensure_future(self._journal_read(argv, trusted))
                 guard = asyncio.ensure_future(self._journal_guard(since))
                 try:
                     finished, _ = await asyncio.wait({reader, guard}, return_when=asyncio.FIRST_COMPLETED)
@@ -485,6 +487,7 @@ class HostWatcher:
                     # journalctl -f fell behind the journal (systemd 252 misses a unit's entries
                     # when it had none as the follow began, systemd#25649): reopen after the cursor.
                     self.journal_reopened += 1
+                    reopened = isinstance(reader.exception(), _Reopen) if reader in finished else False
                     delay = self.retry_s
                     continue
                 reader.result()  # a ProbeError from the stream
@@ -497,31 +500,26 @@ class HostWatcher:
                 kind = exc.kind
             delay = await self._retry(delay, kind)
 
-    async def _journal_read(self, argv: list[str]) -> None:
+    async def _journal_read(self, argv: list[str], trusted: bool) -> None:
         """Read one ``journalctl -f`` stream into the model until it ends (the remote process is
         ended when this is cancelled).
 
-        A follow whose first entry comes later than :data:`JOURNAL_BACKLOG_S` after it opened began
-        with nothing to show, and journalctl 252 then misses entries (systemd#25649): that entry is
-        not taken, and :class:`_Reopen` is raised so the follow is opened again, now with entries
-        to start from (once: the next follow is trusted however late its first entry comes).
+        Args:
+            argv: the follow command. trusted: the follow begins with entries to show; journalctl
+                252 misses entries of a follow that began with none (systemd#25649), so when it
+                did not, its first entry is not taken and :class:`_Reopen` is raised: the follow is
+                opened again, now with entries to begin with.
 
         Raises:
             ProbeError: the stream failed. _Reopen: see above.
         """
         self._journal_delivered = False
-        opened = self.clock.now()
-        trusted = self._journal_trust_next
         async with contextlib.aclosing(self.runner.stream(argv)) as lines:  # type: ignore[type-var]
             async for raw in lines:
                 if not raw.strip() or raw.startswith(b"-- "):
                     continue
                 if not trusted:
-                    if self.clock.now() - opened > JOURNAL_BACKLOG_S:
-                        self._journal_trust_next = True
-                        raise _Reopen
-                    trusted = True
-                self._journal_trust_next = False
+                    raise _Reopen
                 self._journal_rx = self.clock.now()
                 try:
                     rec = parse_record(raw)
@@ -554,7 +552,9 @@ class HostWatcher:
             if self._journal_rx == seen and await self._journal_has_more(flag, since):
                 return
 
-    async def _journal_has_more(self, flag: str, since: float | None) -> bool:
+    async def _journal_has_more(self, flag: str, since: float | None, on_error: bool = False) -> bool:
+        """Whether the journal holds an entry of the unit after the cursor (or since ``since``,
+        or at all): one ``journalctl -n 1``. A look that fails answers ``on_error``."""
         argv = ["journalctl", flag, self.spec.unit, "-o", "json", "-a", "--no-pager", "-n", "1"]
         if self.cursor:
             argv += ["--after-cursor", self.cursor]
@@ -563,8 +563,10 @@ class HostWatcher:
         try:
             done = await self.runner.run(self._privileged(argv), timeout=30.0)
         except ProbeError:
-            return False
-        return done.returncode == 0 and any(line.lstrip().startswith(b"{") for line in done.stdout.splitlines())
+            return on_error
+        if done.returncode != 0:
+            return on_error
+        return any(line.lstrip().startswith(b"{") for line in done.stdout.splitlines())
 
     async def _unit(self) -> None:
         delay = self.retry_s

@@ -317,8 +317,8 @@ class HelpScreen(ModalScreen[None]):
 
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen > Vertical { width: 77; height: auto; max-height: 90%; border: thick $accent;
-                            background: $surface; padding: 1 2; overflow-y: auto; scrollbar-size-vertical: 1; }
+    HelpScreen > VerticalScroll { width: 77; height: auto; max-height: 90%; border: thick $accent;
+                                  background: $surface; padding: 1 2; scrollbar-size-vertical: 1; }
     """
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
 
@@ -327,9 +327,12 @@ class HelpScreen(ModalScreen[None]):
         self.notifications = list(notifications or ())
 
     def compose(self) -> ComposeResult:
-        with Vertical():
+        with VerticalScroll():  # focused: up/down, page up/down, home/end scroll it
             text = HELP
             if self.notifications:
                 text += "\nNotifications not sent (the last failure per target)\n" + "".join(
                     f"  {line}\n" for line in self.notifications)
             yield Static(text, markup=False)
+
+    def on_mount(self) -> None:
+        self.query_one(VerticalScroll).focus()

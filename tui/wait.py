@@ -38,6 +38,8 @@ EXIT_CODES = {EXIT_READY: "ready", EXIT_FAILED: "the start failed", EXIT_LOOP: "
 
 #: Seconds to wait for the journal's decisive line after systemd reported the failure.
 LOG_GRACE_S = 10.0
+#: At most this many seconds to read the journal's backlog before anything is shown or restarted.
+BACKLOG_WAIT_S = 15.0
 
 #: What sudo and polkit say when the SSH user may not restart the unit (exit 4, "not allowed").
 _NOT_ALLOWED_RE = re.compile(r"a password is required|is not in the sudoers|not allowed to execute|"
@@ -178,6 +180,15 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
     w.start()
     last = ""
     try:
+        # Read the journal's backlog first (bounded): the lines shown from then on are live ones,
+        # and with --restart every line of the new start comes after it.
+        backlog_end = time.monotonic() + min(timeout_s, BACKLOG_WAIT_S)
+        while not answered(w) and time.monotonic() < backlog_end:
+            changed.clear()
+            try:
+                await asyncio.wait_for(changed.wait(), 0.25)
+            except TimeoutError:
+                pass
         unit_after = 0.0
         if restart:
             from probes.actions import AuditLog, execute, plan
