@@ -124,6 +124,9 @@ EARLY_GPU_S = 0.3
 #: fallen behind the journal (systemd#25649), and seconds between the two looks that must agree.
 JOURNAL_GUARD_S = 10.0
 JOURNAL_RECHECK_S = 3.0
+#: With no port or health URL configured, the first health look waits at most this many (real)
+#: seconds for the log to name the port (or the engine) and, once the backlog is quiet, no longer.
+LOG_KNOWN_WAIT_S = 5.0
 
 
 class _Reopen(Exception):
@@ -272,6 +275,8 @@ class HostWatcher:
         self._hub_cache: tuple[tuple[int | None, str | None], str | None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._unit_seen = asyncio.Event()
+        #: set once the log has said what it can about the health target (engine, port), or can't
+        self._log_known = asyncio.Event()
         self._uuid_index: dict[str, int] = {}
         self.history = history
         self.history_every_s = history_every_s
@@ -473,6 +478,8 @@ class HostWatcher:
                 # right after a reopen for that reason (it had entries then).
                 trusted = reopened or await self._journal_has_more(flag, since, on_error=True)
                 reopened = False
+                if not trusted:
+                    self._log_known.set()  # nothing in the log yet: the default port it is
                 self._journal_open = True
                 self._journal_rx = self.clock.now()
                 reader = asyncio.ensure_future(self._journal_read(argv, trusted))
@@ -498,6 +505,7 @@ class HostWatcher:
             except ProbeError as exc:
                 self._fail("journal", exc.kind, exc.message)
                 kind = exc.kind
+            self._log_known.set()
             delay = await self._retry(delay, kind)
 
     async def _journal_read(self, argv: list[str], trusted: bool) -> None:
@@ -533,6 +541,9 @@ class HostWatcher:
                 self._ok("journal")
                 self._changed()
                 self._journal_delivered = True
+                if not self._log_known.is_set() and (self.model.reader.reading().port is not None or (
+                        self.model.seq >= 30 and self.model.reader.engine is not None)):
+                    self._log_known.set()
 
     async def _journal_guard(self, since: float | None) -> None:
         """Return when the open ``journalctl -f`` has fallen behind the journal: after
@@ -755,6 +766,13 @@ class HostWatcher:
         client: httpx.AsyncClient | None = None
         last_serving_check: float | None = None
         target: HealthTarget | None = None
+        if self.spec.port is None and self.spec.health_url is None:
+            # The port comes from the log (the engine's default, or the port the start names):
+            # a first look before the log is read would ask the wrong port.
+            try:
+                await asyncio.wait_for(self._log_known.wait(), timeout=LOG_KNOWN_WAIT_S)
+            except TimeoutError:
+                pass
         try:
             while True:
                 if client is not None and target is not None and target.tunnel and self.model.unreachable():

@@ -324,3 +324,4 @@ def test_user_units_use_the_user_journal_and_manager(
     assert any(c.startswith("--user-unit sglang.service -o json -a -f") for c in journal), journal
     assert any(c.startswith("--user show sglang.service -p ") for c in testhost.log("systemctl-calls.log"))
     assert testhost.log("sudo.log") == []  # a user's own units need no sudo
+

@@ -126,3 +126,25 @@ def test_the_command_stops_on_sigint_and_leaves_nothing_running(systemd_host: Sy
     assert "Traceback" not in proc.stderr.read()
     asyncio.run(until("remote journalctl ended", lambda: systemd_host.exec(
         "pgrep", "-f", "journalctl -u fake-llm.service").returncode == 1, 10))
+
+
+def test_one_look_asks_the_port_the_log_names_not_a_default(systemd_host: SystemdHost) -> None:
+    # No engine and no port configured: a first health look before the log is read asked port 8000
+    # (the fallback) and a healthy SGLang server read "port closed"; the log names 30000.
+    from tui.status import collect
+
+    asyncio.run(until("fake-llm ready", lambda: systemd_host.show("fake-llm.service", "SubState")["SubState"]
+                      == "running", 20))
+    spec = HostSpec("gpu-node-3", "fake-llm.service", ssh=systemd_host.target)  # no engine, no port
+    config = Config(hosts=(spec,))  # the default intervals (health every 2 s): one look is all it gets
+
+    async def ready_then_look():
+        # the fake server replays its log at speed 50: give it the few seconds to be up
+        await until("listening on 30000", lambda: systemd_host.exec(
+            "/usr/bin/python3", "-c", "import socket; socket.create_connection(('127.0.0.1', 30000), 1)").returncode == 0,
+            30)
+        return await collect(config, 30, runner_factory=lambda s: systemd_host.runner())
+
+    [(_, s, answered)] = asyncio.run(ready_then_look())
+    assert answered and s.engine == "sglang" and s.port == 30000
+    assert s.readiness in ("healthy", "serving"), (s.readiness, s.health)

@@ -141,3 +141,13 @@ def test_the_port_the_log_names_is_the_one_probed(systemd_host: SystemdHost) -> 
                     restart=True, until="ready", timeout_s=60)
     assert code == EXIT_READY, out.getvalue()
     assert out.getvalue().splitlines()[-1] in ("gpu-node-3: ready (healthy)", "gpu-node-3: ready (serving)")
+
+
+def test_a_unit_that_does_not_exist_exits_1_at_once(systemd_host: SystemdHost) -> None:
+    import time
+
+    started = time.monotonic()
+    code, out = wait_on(systemd_host, "nosuch.service", 30000, restart=False, until="ready", timeout_s=60)
+    assert code == EXIT_FAILED, out
+    assert out.splitlines()[-1] == "gpu-node-3: Unit nosuch.service does not exist on this host."
+    assert time.monotonic() - started < 30  # not the timeout, nor the wait for a decisive line

@@ -211,7 +211,8 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
             code = outcome(s, since, until, unit_after)
             if restart_failed and code is None and s.unit_state is not None and s.unit_state.time >= unit_after:
                 code = EXIT_FAILED  # the restart failed and the unit is not starting either
-            if code in (EXIT_FAILED, EXIT_LOOP) and not decisive_line_known(s):
+            not_found = s.unit_state is not None and s.unit_state.load_state == "not-found"
+            if code in (EXIT_FAILED, EXIT_LOOP) and not not_found and not decisive_line_known(s):
                 # systemd said it first; give the journal a few seconds to deliver the line that says why
                 grace_until = grace_until or time.monotonic() + LOG_GRACE_S
                 if time.monotonic() < grace_until:
