@@ -127,6 +127,20 @@ JOURNAL_RECHECK_S = 3.0
 #: With no port or health URL configured, the first health look waits at most this many (real)
 #: seconds for the log to name the port (or the engine) and, once the backlog is quiet, no longer.
 LOG_KNOWN_WAIT_S = 5.0
+#: Longest wait (seconds) in :meth:`HostWatcher.stop` for the probe tasks to end.
+STOP_WAIT_S = 5.0
+
+
+async def _wait_event(event: asyncio.Event, timeout_s: float) -> bool:
+    """Wait for ``event`` at most ``timeout_s`` seconds; True when it is set. Unlike
+    ``asyncio.wait_for`` before Python 3.12, a cancellation that meets the event being set is never
+    swallowed (that left a probe task running after :meth:`HostWatcher.stop`, and stop waiting)."""
+    waiter = asyncio.ensure_future(event.wait())
+    try:
+        await asyncio.wait({waiter}, timeout=timeout_s)
+    finally:
+        waiter.cancel()
+    return event.is_set()
 
 
 class _Reopen(Exception):
@@ -326,14 +340,22 @@ class HostWatcher:
             self._tasks.append(asyncio.create_task(self._history_loop(), name=f"{self.spec.name}:history"))
 
     async def stop(self) -> None:
-        """Cancel the probes and close the runner (which ends every remote process it started)."""
+        """Cancel the probes and close the runner (which ends every remote process it started).
+
+        A task that outlives its cancellation (a library that swallowed it) is cancelled again,
+        for at most about :data:`STOP_WAIT_S` seconds; stop never waits longer than that for them."""
+        pending = set(self._tasks)
+        deadline = asyncio.get_running_loop().time() + STOP_WAIT_S
+        while pending:
+            for t in pending:
+                t.cancel()
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                break
+            _, pending = await asyncio.wait(pending, timeout=min(left, 0.5))
         for t in self._tasks:
-            t.cancel()
-        for t in self._tasks:
-            try:
-                await t
-            except (asyncio.CancelledError, Exception):
-                pass
+            if t.done() and not t.cancelled():
+                t.exception()  # retrieved: no "never retrieved" warning for a probe that failed
         self._tasks.clear()
         if self.gpu_source is not None:
             try:
@@ -434,9 +456,7 @@ class HostWatcher:
         ``InactiveExitTimestamp`` (the activation's beginning), else ``ExecMainStartTimestamp``;
         None when unknown, and None in a restart loop (``NRestarts`` above 0, auto-restart, or
         failed), where the ``backlog`` is read so the loop's earlier starts are seen."""
-        try:
-            await asyncio.wait_for(self._unit_seen.wait(), timeout=10.0)
-        except TimeoutError:
+        if not await _wait_event(self._unit_seen, 10.0):
             return None
         u = self.model._unit
         if u is None or u.load_state == "not-found":
@@ -489,7 +509,7 @@ class HostWatcher:
                 finally:
                     for task in (reader, guard):
                         task.cancel()
-                    await asyncio.gather(reader, guard, return_exceptions=True)
+                    await asyncio.wait({reader, guard}, timeout=STOP_WAIT_S)
                 if reader not in finished or isinstance(reader.exception(), _Reopen):
                     # journalctl -f fell behind the journal (systemd 252 misses a unit's entries
                     # when it had none as the follow began, systemd#25649): reopen after the cursor.
@@ -769,10 +789,7 @@ class HostWatcher:
         if self.spec.port is None and self.spec.health_url is None:
             # The port comes from the log (the engine's default, or the port the start names):
             # a first look before the log is read would ask the wrong port.
-            try:
-                await asyncio.wait_for(self._log_known.wait(), timeout=LOG_KNOWN_WAIT_S)
-            except TimeoutError:
-                pass
+            await _wait_event(self._log_known, LOG_KNOWN_WAIT_S)
         try:
             while True:
                 if client is not None and target is not None and target.tunnel and self.model.unreachable():
