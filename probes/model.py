@@ -87,6 +87,8 @@ class HostModel:
         #: "pending" while the unit is not known yet; None while health is not OK.
         self._health_ok_proc: tuple[int | None, str | None] | str | None = None
         self.stall_after = dict(stall_after or {})
+        #: a lower bound of when the unit was last started by hand (NRestarts went down), or None
+        self._manual_start_at: float | None = None
         #: when /health first answered OK while the log said the server had not bound its port yet
         self._health_early_since: float | None = None
         self._gpu_hist: dict[int, deque[tuple[float | None, int | None]]] = {}
@@ -114,6 +116,9 @@ class HostModel:
                     self._restarts_seen += n - prev
                 elif prev is not None and n < prev:
                     self._restarts_seen += n  # reset by a manual restart: the new count is new
+                    # A start by hand (systemd flushes NRestarts then) begins a new count: failed
+                    # starts that began before the last look at the higher counter are history.
+                    self._manual_start_at = self._unit.time if self._unit is not None else event.time
                 self._last_nrestarts = n
             self._unit = event
             if self._health_ok_proc == "pending" and event.running:
@@ -321,16 +326,23 @@ class HostModel:
             self._health_early_since = None
         if (health_stale or early) and readiness in ("healthy", "serving"):
             readiness = "port_closed"  # the answer came from an earlier process
+        failed_starts, restart_loop = r.failed_starts, r.restart_loop
+        cut = self._manual_start_at
+        if cut is not None and failed_starts:
+            kept = tuple(f for f in failed_starts
+                         if (b := _iso_to_epoch(f.began)) is None or b >= cut - 1.0)
+            if len(kept) != len(failed_starts):
+                failed_starts, restart_loop = kept, len(kept) >= 2
         return HostState(
             host=self.host, unit=self.unit, engine=r.engine, state=state, phase=r.phase,
             phases=tuple(spans), progress=r.progress, start_began=start_began, phase_began=phase_began,
             readiness=readiness, health=self._health, unit_state=unit,
-            restart_counter=counter, restart_loop=r.restart_loop, starts=r.starts, error=r.error,
+            restart_counter=counter, restart_loop=restart_loop, starts=r.starts, error=r.error,
             failed_at=self._time_of(r.error.line) if r.error is not None else None,
             cause=r.cause, hint=r.hint, gpus=self._gpus, gpu_apps=self._gpu_apps, gpu_history=hist, last_line=r.last_line,
             last_log_at=self._last_log_at, log_count=self.seq,
             failures=tuple(self._failures[k] for k in sorted(self._failures)), stale_since=stale,
-            reconnect_attempt=attempt, failed_starts=r.failed_starts, gave_up=r.gave_up, restarts_seen=self._restarts_seen,
+            reconnect_attempt=attempt, failed_starts=failed_starts, gave_up=r.gave_up, restarts_seen=self._restarts_seen,
             model=r.model, args_hash=r.args_hash, port=r.port, download=download,
             gpu_changed_at=self._gpu_changed_at, health_stale=health_stale,
             health_early_since=self._health_early_since,

@@ -124,6 +124,9 @@ EARLY_GPU_S = 0.3
 #: fallen behind the journal (systemd#25649), and seconds between the two looks that must agree.
 JOURNAL_GUARD_S = 10.0
 JOURNAL_RECHECK_S = 3.0
+#: Seconds between looks (``journalctl -n 1``) while a follow that began with no entries has
+#: delivered none: the unit's first entries may never come through it (systemd#25649).
+JOURNAL_UNTRUSTED_POLL_S = 2.0
 #: With no port or health URL configured, the first health look waits at most this many (real)
 #: seconds for the log to name the port (or the engine) and, once the backlog is quiet, no longer.
 LOG_KNOWN_WAIT_S = 5.0
@@ -503,7 +506,7 @@ class HostWatcher:
                 self._journal_open = True
                 self._journal_rx = self.clock.now()
                 reader = asyncio.ensure_future(self._journal_read(argv, trusted))
-                guard = asyncio.ensure_future(self._journal_guard(since))
+                guard = asyncio.ensure_future(self._journal_guard(since, trusted))
                 try:
                     finished, _ = await asyncio.wait({reader, guard}, return_when=asyncio.FIRST_COMPLETED)
                 finally:
@@ -565,13 +568,21 @@ class HostWatcher:
                         self.model.seq >= 30 and self.model.reader.engine is not None)):
                     self._log_known.set()
 
-    async def _journal_guard(self, since: float | None) -> None:
-        """Return when the open ``journalctl -f`` has fallen behind the journal: after
+    async def _journal_guard(self, since: float | None, trusted: bool = True) -> None:
+        """Return when the open ``journalctl -f`` has fallen behind the journal. A follow that is
+        not ``trusted`` (it began with no entries) is given up as soon as the unit has an entry
+        (looks every :data:`JOURNAL_UNTRUSTED_POLL_S`). Otherwise: after
         :data:`JOURNAL_GUARD_S` seconds without an entry, ``journalctl -n 1`` (after our cursor, or
         since the start) finds an entry, and :data:`JOURNAL_RECHECK_S` seconds later it still does
         and the stream has still delivered nothing. Failures of the look are ignored (the stream's
         own errors speak for the connection)."""
         flag = "--user-unit" if self.spec.user_unit else "-u"
+        while not trusted:
+            # A follow that began with no entries may deliver none at all (systemd#25649): look
+            # every few seconds whether the unit has logged; then the follow is reopened.
+            await self.clock.sleep(JOURNAL_UNTRUSTED_POLL_S)
+            if await self._journal_has_more(flag, since):
+                return
         while True:
             await self.clock.sleep(JOURNAL_GUARD_S)
             if self.clock.now() - self._journal_rx < JOURNAL_GUARD_S:

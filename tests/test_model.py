@@ -324,3 +324,29 @@ def test_start_request_repeated_too_quickly_says_systemd_gave_up_without_the_uni
     s = m.state(now=1730800000.0)
     assert s.unit_state is None and s.gave_up
     assert s.verdict.sentence.endswith("; systemd gave up (start limit): fix it, then systemctl reset-failed.")
+
+
+def test_a_start_by_hand_begins_a_new_count_of_failed_starts():
+    # The real vLLM loop: three starts, each CUDA OOM. Before the third, the operator starts the
+    # unit by hand (systemd flushes NRestarts: 2 → 0). The loop before it is history.
+    records = [parse_record(raw) for raw in (JOURNAL / "vllm-restart-loop.jsonl").read_bytes().splitlines()]
+    m = HostModel("gpu-node-1", "vllm.service")
+    starts = [r for r in records if r.systemd and r.text.startswith("Started ")]
+    assert len(starts) == 3
+    t3 = starts[2].realtime_us / 1e6
+    before = [r for r in records if r.realtime_us / 1e6 < t3]
+    after = [r for r in records if r.realtime_us / 1e6 >= t3]
+    for r in before:
+        m.apply(r)
+    m.apply(UnitState(time=t3 - 2.0, unit="vllm.service", load_state="loaded", active_state="activating",
+                      sub_state="auto-restart", n_restarts=2))
+    s = m.state(t3 - 1.0)
+    assert s.restart_loop and len(s.failed_starts) == 2
+    m.apply(UnitState(time=t3 + 0.5, unit="vllm.service", load_state="loaded", active_state="activating",
+                      sub_state="start", n_restarts=0))  # started by hand
+    for r in after:
+        m.apply(r)
+    s = m.state(t3 + 60.0)
+    assert [f.cause for f in s.failed_starts] == ["cuda_oom"]  # only the start after the hand start
+    assert not s.restart_loop and s.state == "failed"
+    assert s.verdict is not None and s.verdict.kind != "restart_loop"
