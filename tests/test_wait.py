@@ -58,9 +58,6 @@ def test_a_crash_loop_exits_2_with_the_decisive_line(systemd_host: SystemdHost) 
         start_limit_interval_s=0))
     code, out = wait_on(systemd_host, "crashy.service", 30002, restart=True, until="ready", timeout_s=60)
     assert code == EXIT_LOOP, out
-    from probes.history import History
-
-    assert any(r.unit == "crashy.service" and r.outcome == "failed" for r in History().starts()), History().starts()
     assert "Restart loop: " in out and "CUDA out of memory" in out
     assert f"  decisive line: {OOM_LINE}" in out
 
