@@ -84,7 +84,8 @@ def _is_binary(sample: bytes) -> bool:
 def read_stream(stream: BinaryIO, engine: str | None = None, unit: str | None = None,
                 on_line: Callable[[StartupReader], None] | None = None,
                 *, name: str = "input", info: dict | None = None) -> Reading:
-    """Read a whole log from a binary stream and return the final reading.
+    """Read a whole log from a binary stream and return the final reading (of a log that has
+    ended: ``StartupReader.reading(ended=True)``).
 
     The form is decided from the first lines: ``journalctl -o json`` when one of the first three
     non-empty lines is a journal record (a copy may begin inside a record), else plain text.
@@ -155,7 +156,7 @@ def read_stream(stream: BinaryIO, engine: str | None = None, unit: str | None = 
         else:
             for raw in all_lines:
                 feed(raw)
-    return reader.reading()
+    return reader.reading(ended=True)  # the log ends here: a suspect nothing recovered is a failure
 
 
 def _feed_journal(reader: StartupReader, lines: Iterator[bytes], unit: str | None,

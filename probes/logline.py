@@ -43,27 +43,40 @@ _MONTHS = {m: i for i, m in enumerate(
 _GREP_N_RE = re.compile(r"\d+[:-](?=[A-Z][a-z]{2} [ \d]\d \d\d:|\d{4}-\d\d-\d\d[T ]|\[|\(|"
                         r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d |time=\d{4}-)")
 _NUMBER_RE = re.compile(r"\d+[:-]")
-_KUBECTL_RE = re.compile(r"\[pod/[^\]\s]+\] ")
-_ISO_STAMP_ONLY_RE = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d:\d\d:\d\d)(?:[.,]\d+)?(Z|[+-]\d\d:?\d\d)? ")
+_KUBECTL_RE = re.compile(r"\[pod/([^\]\s]+)\] ")
 _GUTTER_RE = re.compile(r"\s+\| ")
-_COMPOSE_RE = re.compile(r"[A-Za-z0-9][\w.-]*\s+\| ")
+_COMPOSE_RE = re.compile(r"([A-Za-z0-9][\w.-]*)\s+\| ")
+# Python logging's default format, as a wrapper script prints the engine's output through it:
+# "INFO:tgi-server:        + ..." (level, logger name, message); uvicorn's "INFO:     " is not it.
+_PYWRAP_RE = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.-]+: *")
+# `> ` as people quote a pasted log in an issue or a Markdown file (nested quotes too).
+_QUOTE_RE = re.compile(r"(?:> ?)+(?=\S|$)|>$")
 _SYSLOG_RE = re.compile(
-    r"([A-Z][a-z]{2}) ([ \d]\d) (\d\d:\d\d:\d\d)(?:\.\d+)? (\S+) ([^\s\[:]+)(?:\[(\d+)\])?: ?")
+    r"([A-Z][a-z]{2}) ([ \d]\d) (\d\d:\d\d:\d\d)(?:\.\d+)? (?:([^\s\[\]:]+) )?([^\s\[:]+)(?:\[(\d+)\])?: ?")
 _ISO_RE = re.compile(
     r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,]\d+)?(Z|[+-]\d\d:?\d\d)?"
     r"(?: (?![A-Z]{4,} )(\S+) ([^\s\[:]+)(?:\[(\d+)\])?: | )")
-_RANK_RE = re.compile(r"\[rank(\d+)\]: ?")
+_RANK_RE = re.compile(r"\[rank(\d+)\]:? ?")
 _PROC_RE = re.compile(
     r"\(([A-Za-z][\w-]*(?: (?:TP|rank=)?\d+)?) pid=(\d+)(?:, ip=[^)]*)?\)(?: |$)")
 # Engine prefixes (the innermost). Groups: time parts, ranks, level.
 _SGLANG_RE = re.compile(r"\[(\d{4})-(\d\d)-(\d\d) (\d\d:\d\d:\d\d)((?: [A-Z]{2,4}\d+)*)\] ")
 _VLLM_RE = re.compile(
-    r"(DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d:\d\d:\d\d)(?:\.\d+)? \[?[\w.-]+:\d+\] ?")
+    r"(DEBUG|INFO|WARNING|ERROR|CRITICAL) (?:(\d{4})-)?(\d\d)-(\d\d) (\d\d:\d\d:\d\d)(?:[.,]\d+)? \[?[\w./-]+:\d+\] ?")
 _GLOG_RE = re.compile(r"([IWEF])(\d\d)(\d\d) (\d\d:\d\d:\d\d)\.\d+\s+\d+ \S+:\d+\] ")
 _PYLOG_RE = re.compile(r"(\d{4})-(\d\d)-(\d\d) (\d\d:\d\d:\d\d),\d+ - (\w+) - ")
-_TRT_RE = re.compile(r"\[(\d\d)/(\d\d)/(\d{4})-(\d\d:\d\d:\d\d)\] (?:\[TRT-LLM\] \[(\w)\] )?")
+_TRT_RE = re.compile(r"\[(\d\d)/(\d\d)/(\d{4})-(\d\d:\d\d:\d\d)\] (?:\[TRT(?:-LLM)?\] (?:\[RANK (\d+)\] )?\[(\w)\] )?")
+# TensorRT-LLM's C++ logger: "[TensorRT-LLM][ERROR] ...", with MPI ranks "[TensorRT-LLM][RANK 3][INFO] ...".
+_TRT_CPP_RE = re.compile(r"\[TensorRT-LLM\](?:\[RANK (\d+)\])?\[(TRACE|DEBUG|VERBOSE|INFO|WARNING|ERROR|FATAL|INTERNAL_ERROR)\] ?")
+# torch c10d's own prefix after "[rank10]:": "[E130 18:11:34.707542570 ProcessGroupGloo.cpp:143] ",
+# with or without the thread id ("[W1203 10:00:00.123456 4711 socket.cpp:752] ").
+_C10D_RE = re.compile(r"\[([IWEF])(\d\d)(\d\d) (\d\d:\d\d:\d\d)\.\d+(?: \d+)? [\w./-]+:\d+\] ?")
 _LOGFMT_RE = re.compile(r"time=(\d{4})-(\d\d)-(\d\d)T(\d\d:\d\d:\d\d)\S* level=(\w+) ")
-_TGI_LEVEL_RE = re.compile(r" *(TRACE|DEBUG|INFO|WARN|ERROR) ")
+# TGI (Rust tracing): "  INFO text_generation_launcher: ...", "WARN shard-manager: ...",
+# "INFO text_generation_router::server: ..."; the level is followed by a target and a colon (a vLLM
+# line after a container runtime's time, "INFO 07-28 10:00:00 [x.py:1] ...", is not TGI's).
+_TGI_LEVEL_RE = re.compile(
+    r" *(TRACE|DEBUG|INFO|WARN|ERROR) (?=[\w-]+(?:::[\w-]+)*(?:\{[^}]{0,300}\})?(?::[\w-]+(?:\{[^}]{0,300}\})?)*: )")
 
 #: Process-prefix names that are parallel workers (tensor/pipeline ranks) of a vLLM engine.
 _WORKER_PROCS = ("VllmWorkerProcess", "VllmWorker", "Worker", "RayWorkerWrapper")
@@ -108,6 +121,12 @@ class Line:
         flavor: which engine-style prefix matched: ``sglang``, ``vllm``, ``glog``, ``pylog``,
             ``trtllm``, ``logfmt``, ``tgi``, or None.
         numbered: a ``grep -n`` line number was stripped from the front.
+        service: the service or container a multi-service wrapper named (``docker compose logs``
+            ``name  | ``, ``kubectl logs --prefix`` ``[pod/NAME/CONTAINER]``), or None.
+        wrap_end: where the wrappers end in ``text``: ``text[wrap_end:]`` is what the program
+            itself wrote (its own prefix included).
+        service_depth: how many service prefixes were stripped (a compose log inside ``kubectl
+            logs --prefix`` has two; ``service`` is the innermost).
     """
 
     lineno: int
@@ -121,6 +140,9 @@ class Line:
     prefixed: bool = False
     flavor: str | None = None
     numbered: bool = False
+    service: str | None = None
+    wrap_end: int = 0
+    service_depth: int = 0
 
 
 def decode(raw: bytes) -> str:
@@ -156,7 +178,7 @@ def frames(text: str) -> list[str]:
             part = _printable(part)
             if not part:
                 continue
-        if "/s]" in part or "s/it]" in part:
+        if "it/s" in part or "s/it" in part or "B/s" in part:
             pieces = _GLUED_BAR_RE.split(part)
             if len(pieces) > 1:
                 # split() keeps the bar as its own element: re-join each bar with the text before it.
@@ -212,9 +234,17 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
     s = text
     if not s:
         return Line(lineno, text, text, stamp, None, None, ident)
-    rank = proc = level = flavor = None
+    rank = proc = level = flavor = service = None
     prefixed = grep_n = False
+    depth = 0
     c = s[0]
+    if c == ">":
+        m = _QUOTE_RE.match(s)  # a log quoted in Markdown, as pasted into an issue
+        if m:
+            s = s[m.end():]
+            if not s:
+                return Line(lineno, text, s, stamp, None, None, ident)
+            c = s[0]
     # --- wrappers, outermost first (each gated by a cheap look at the first characters) --------
     if c.isdigit():
         if numbered:
@@ -235,45 +265,57 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
     if c == "[" and s.startswith("[pod/"):
         m = _KUBECTL_RE.match(s)  # kubectl logs --prefix
         if m:
+            service = m.group(1)
+            depth = 1
             s = s[m.end():]
-            c = s[:1]
-            if c.isdigit():
-                m = _ISO_STAMP_ONLY_RE.match(s)  # ... --timestamps
-                if m:
-                    if stamp is None:
-                        stamp = Stamp(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4),
-                                      m.group(5) or "")
-                    s = s[m.end():]
-                    c = s[:1]
-    if c.isalpha() and " | " in s[:64]:
-        m = _COMPOSE_RE.match(s)
-        if m:
-            s = s[m.end():]
-            c = s[:1]
-    if c.isupper() and s[3:4] == " " and s[:3] in _MONTHS:
-        m = _SYSLOG_RE.match(s)
-        if m:
-            if stamp is None:
-                stamp = Stamp(None, _MONTHS[m.group(1)], int(m.group(2)), m.group(3))
-            ident = m.group(5)
-            s = s[m.end():]
-            c = s[:1]
-    if c.isdigit() and s[4:5] == "-" and not _PYLOG_RE.match(s):
-        m = _ISO_RE.match(s)
-        if m:
-            if stamp is None:
-                stamp = Stamp(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4), m.group(5) or "")
-            if m.group(7):
-                ident = m.group(7)
-            s = s[m.end():]
-            c = s[:1]
-            lm = _TGI_LEVEL_RE.match(s) if s[:1] == " " or s[:1].isupper() else None
-            if lm:
-                level = lm.group(1)
-                prefixed = True
-                flavor = "tgi"
-                s = s[lm.end():]
+            c = s[:1]  # ... --timestamps: the time is read with the wrappers below
+    for _ in range(3):  # nested wrappers: `docker logs -t` of a compose service, a time before a time
+        before = len(s)
+        if c == ">":
+            m = _QUOTE_RE.match(s)  # a quoted log inside a wrapper
+            if m and m.end() < len(s):
+                s = s[m.end():]
                 c = s[:1]
+        if c.isupper() and ":" in s[4:9]:
+            m = _PYWRAP_RE.match(s)
+            if m and m.end() < len(s):
+                s = s[m.end():]
+                c = s[:1]
+        if c.isalpha() and " | " in s[:64]:
+            m = _COMPOSE_RE.match(s)
+            if m:
+                service = m.group(1)  # the innermost service prefix names the service
+                depth += 1
+                s = s[m.end():]
+                c = s[:1]
+        if c.isupper() and s[3:4] == " " and s[:3] in _MONTHS:
+            m = _SYSLOG_RE.match(s)
+            if m:
+                if stamp is None:
+                    stamp = Stamp(None, _MONTHS[m.group(1)], int(m.group(2)), m.group(3))
+                ident = m.group(5)
+                s = s[m.end():]
+                c = s[:1]
+        if c.isdigit() and s[4:5] == "-" and not _PYLOG_RE.match(s):
+            m = _ISO_RE.match(s)
+            if m:
+                if stamp is None:
+                    stamp = Stamp(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4), m.group(5) or "")
+                if m.group(7):
+                    ident = m.group(7)
+                s = s[m.end():]
+                c = s[:1]
+                lm = _TGI_LEVEL_RE.match(s) if s[:1] == " " or s[:1].isupper() else None
+                if lm:
+                    level = lm.group(1)
+                    prefixed = True
+                    flavor = "tgi"
+                    s = s[lm.end():]
+                    c = s[:1]
+                    break
+        if len(s) == before or not s:
+            break
+    wrap_end = len(text) - len(s)
     # --- process / rank prefixes -----------------------------------------------------------
     if c == "[" and s.startswith("[rank"):
         m = _RANK_RE.match(s)
@@ -281,6 +323,14 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
             rank = "rank" + m.group(1)
             s = s[m.end():]
             c = s[:1]
+            if c == "[" and s[1:2] in "IWEF":
+                m = _C10D_RE.match(s)  # torch c10d's own "[E130 18:11:34.707542570 File.cpp:143] "
+                if m:
+                    if stamp is None:
+                        stamp = Stamp(None, int(m.group(2)), int(m.group(3)), m.group(4))
+                    level, flavor, prefixed = m.group(1), "glog", True
+                    s = s[m.end():]
+                    c = s[:1]
     if c == "(":
         m = _PROC_RE.match(s)
         if m:
@@ -299,19 +349,45 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
             if m.group(5):
                 rank = m.group(5).strip()
             flavor = "sglang"
+        elif s.startswith("[TensorRT-LLM]"):
+            m = _TRT_CPP_RE.match(s)
+            if m:
+                if m.group(1) is not None:
+                    rank = "rank" + m.group(1)
+                level = m.group(2)
+                flavor = "trtllm"
+        elif s[1:2] in "IWEF":
+            m = _C10D_RE.match(s)
+            if m:
+                if stamp is None:
+                    stamp = Stamp(None, int(m.group(2)), int(m.group(3)), m.group(4))
+                level = m.group(1)
+                flavor = "glog"
         else:
             m = _TRT_RE.match(s)
             if m:
                 if stamp is None:
                     stamp = Stamp(int(m.group(3)), int(m.group(1)), int(m.group(2)), m.group(4))
-                level = m.group(5)
+                if m.group(5) is not None:
+                    rank = "rank" + m.group(5)
+                level = m.group(6)
                 flavor = "trtllm"
+                rest = s[m.end():]
+                if rest.startswith("[TensorRT-LLM]"):  # the C++ logger after the Python one's time
+                    m2 = _TRT_CPP_RE.match(rest)
+                    if m2:
+                        s = rest
+                        m = m2
+                        if m2.group(1) is not None:
+                            rank = "rank" + m2.group(1)
+                        level = m2.group(2)
     elif c.isupper():
         if s[1:2].isupper():
             m = _VLLM_RE.match(s)
             if m:
                 if stamp is None:
-                    stamp = Stamp(None, int(m.group(2)), int(m.group(3)), m.group(4))
+                    year = int(m.group(2)) if m.group(2) else None  # NIM prints the year too
+                    stamp = Stamp(year, int(m.group(3)), int(m.group(4)), m.group(5))
                 level = m.group(1)
                 flavor = "vllm"
         elif c in "IWEF" and s[1:2].isdigit():
@@ -341,4 +417,85 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
         prefixed = True
     elif proc is not None:
         prefixed = bool(s) and not s[0].isspace()
-    return Line(lineno, text, s, stamp, rank, proc, ident, level, prefixed, flavor, grep_n)
+    return Line(lineno, text, s, stamp, rank, proc, ident, level, prefixed, flavor, grep_n, service, wrap_end,
+                depth)
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """A JSON log record unpacked: its message (lines joined by ``\\n``), level and time.
+
+    ``text`` is the message as the engine's plain format would print it: a ``target`` (tracing's
+    module path, e.g. ``text_generation_launcher``) is put in front (``target: message``), and an
+    exception or stack text the record carries apart follows on lines of its own.
+    """
+
+    text: str
+    level: str | None
+    stamp: Stamp | None
+
+
+_RECORD_MSG = ("message", "msg", "event", "log")
+_RECORD_LEVEL = ("level", "levelname", "severity", "lvl", "log.level")
+_RECORD_TIME = ("timestamp", "time", "ts", "asctime", "@timestamp", "t")
+_RECORD_EXTRA = ("exc_info", "exception", "exc_text", "stack_trace", "error")
+_RECORD_TIME_RE = re.compile(r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,]\d+)?(Z|[+-]\d\d:?\d\d)?")
+
+from orjson import loads as _json_loads  # a dependency; its JSONDecodeError is a ValueError
+
+
+def decode_record(text: str) -> Record | None:
+    """Unpack one JSON log record, or None when ``text`` is not one.
+
+    A record is a JSON object with a message under ``message``/``msg``/``event``/``log``, at the
+    top or under ``fields`` (Rust ``tracing-subscriber``'s JSON format, which TGI's
+    ``--json-output`` uses: ``{"timestamp":"2024-06-17T13:18:04.047265Z","level":"INFO",
+    "fields":{"message":"Args {"},"target":"text_generation_launcher"}``; Python's
+    ``python-json-logger``: ``{"asctime": ..., "levelname": "INFO", "message": ...}``; Go's slog
+    and logfmt-to-JSON shippers: ``{"time": ..., "level": ..., "msg": ...}``). Never raises.
+    """
+    s = text.strip()
+    if not (s.startswith("{") and s.endswith("}")):
+        return None
+    try:
+        obj = _json_loads(s)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    fields = obj.get("fields")
+    msg = None
+    for src in ((fields if isinstance(fields, dict) else None), obj):
+        if src is None:
+            continue
+        for key in _RECORD_MSG:
+            v = src.get(key)
+            if isinstance(v, str):
+                msg = v
+                break
+        if msg is not None:
+            break
+    if msg is None:
+        return None
+    target = obj.get("target")
+    if isinstance(target, str) and target and not msg.startswith(target):
+        msg = f"{target}: {msg}"
+    for key in _RECORD_EXTRA:
+        v = obj.get(key)
+        if isinstance(v, str) and v and v not in msg:
+            msg = f"{msg}\n{v}"
+    level = None
+    for key in _RECORD_LEVEL:
+        v = obj.get(key)
+        if isinstance(v, str) and v:
+            level = v.upper()[:16]
+            break
+    stamp = None
+    for key in _RECORD_TIME:
+        v = obj.get(key)
+        if isinstance(v, str):
+            m = _RECORD_TIME_RE.match(v)
+            if m:
+                stamp = Stamp(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4), m.group(5) or "")
+                break
+    return Record(msg, level, stamp)

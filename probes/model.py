@@ -259,14 +259,16 @@ class HostModel:
         return out
 
     def _build(self) -> HostState:
-        r = self.reader.reading()
+        unit = self._unit
+        # systemd says the process is gone: a suspect nothing recovered was the end of the start.
+        gone = unit is not None and not unit.running and unit.load_state != "not-found"
+        r = self.reader.reading(ended=gone)
         spans = []
         marks = r.phases
         for i, m in enumerate(marks):
             began = _iso_to_epoch(m.time)
             dur = m.duration_s if i < len(marks) - 1 else None
             spans.append(PhaseSpan(m.phase, began, dur, m.text))
-        unit = self._unit
         start_began = spans[0].began if spans else None
         # The start began with its first line (a systemd "Started" line comes before the server's
         # own lines, and the reader's first phase mark can be later than it).
@@ -305,8 +307,13 @@ class HostModel:
                 inv is not None and unit.invocation_id is not None and inv != unit.invocation_id)
             if changed:
                 ready_at = next((sp.began for sp in spans if sp.phase == "ready"), None)
+                # The start that is ready must be this process's: it began with the unit's start
+                # (the old start's ready line may be less than a second before a quick restart,
+                # while the journal has not yet delivered the new start's first line).
+                began = _iso_to_epoch(r.began)
                 new_ready = (r.state == "ready" and ready_at is not None and unit.started_at is not None
-                             and ready_at >= unit.started_at - 1.0)
+                             and ready_at >= unit.started_at - 1.0
+                             and (began is None or began >= unit.started_at - 1.0))
                 if new_ready:
                     self._health_ok_proc = (unit.main_pid, unit.invocation_id)  # the new one is up
                 else:
@@ -338,7 +345,7 @@ class HostModel:
             phases=tuple(spans), progress=r.progress, start_began=start_began, phase_began=phase_began,
             readiness=readiness, health=self._health, unit_state=unit,
             restart_counter=counter, restart_loop=restart_loop, starts=r.starts, error=r.error,
-            failed_at=self._time_of(r.error.line) if r.error is not None else None,
+            failed_at=self._time_of(r.error.line) if r.error is not None else None, suspect=r.suspect,
             cause=r.cause, hint=r.hint, gpus=self._gpus, gpu_apps=self._gpu_apps, gpu_history=hist, last_line=r.last_line,
             last_log_at=self._last_log_at, log_count=self.seq,
             failures=tuple(self._failures[k] for k in sorted(self._failures)), stale_since=stale,

@@ -23,13 +23,17 @@ What it tracks, per server start (a start is one process lifetime):
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import enum
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from probes.engines import ENGINES, IDENTS, PHASE_INDEX, PHASES, bars_for, hint_for, matcher_for
+from probes.engines import (EMBEDS, ENGINES, IDENTS, PHASE_INDEX, PHASES, Rule, bars_for, frame_matcher_for,
+                            hint_for, matcher_for)
 from probes.engines.common import EXCEPTION_RE, GO_ERROR_RE
-from probes.logline import MAX_LINE_CHARS, Line, Stamp, frames, parse
+from probes.logline import MAX_LINE_CHARS, Line, Record, Stamp, decode_record, frames, parse
 from probes.identity import identify, listen_port
 
 _STARTING, _DOWNLOAD, _WARMUP, _READY = (PHASE_INDEX[p] for p in ("starting", "download", "warmup", "ready"))
@@ -44,8 +48,13 @@ _PROMPT_RE = re.compile(r"(?:\(\S+\) )?(?:\[?[\w.-]+@[\w.-]+[: ][^$#]*\]?[$#]|\$
 _BARE_SYSTEMD_RE = re.compile(r"(?:Started|Starting|Stopped|Stopping|Failed to start) [\w@.:\\-]+\.service\b")
 # "ollama.service: Failed with result ...": systemd's own wording even where no identifier shows it.
 _UNIT_MSG_RE = re.compile(r"[\w@.:\\-]+\.(?:service|scope|socket|mount|target): ")
-_LEADING_NUMBER_RE = re.compile(r"(\d{1,9})[:-]\S")
+_LEADING_NUMBER_RE = re.compile(r"(\d{1,9})[:-](?:\S| )")
 _FRAME_RE = re.compile(r'\s*>? ?File "[^"]*", line \d+')
+_PERCENT_RE = re.compile(r"\d%")
+# docker compose names a service's containers SERVICE-1, SERVICE-2: the service is the name without it.
+_COMPOSE_INDEX_RE = re.compile(r"-\d{1,4}$")
+# What a person writes where they left lines out of a pasted log.
+_ELISION_RE = re.compile(r"\s*(?:\.{3}|…|\[\.{3}\]|\(\.{3}\)|<snip>|\[snip\]|\.{3} ?\(.{0,60}\))\s*$", re.I)
 _UNIT = {"": 1, "k": 1000, "M": 1000 ** 2, "G": 1000 ** 3, "T": 1000 ** 4}
 
 #: systemd's ``Failed with result '...'`` values, as cause ids.
@@ -113,6 +122,17 @@ class ErrorLine:
 
 
 @dataclass(frozen=True, slots=True)
+class Suspect:
+    """A line of the last start that looks like a failure: its line number, text, cause id, and
+    whether it was logged at a low level (DEBUG/INFO/WARNING, which never ends a start)."""
+
+    line: int
+    text: str
+    cause: str
+    low: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class FailedStart:
     """One failed start of a restart loop: its cause id (or None), the phase it died in, and when
     it began (ISO text as in :class:`PhaseMark`, or None)."""
@@ -153,6 +173,12 @@ class Reading:
         args_hash: 12 hex digits identifying the last start's engine arguments, or None.
         port: the TCP port the last start says it serves on (its arguments, or the line that
             says it listens), or None (see :func:`probes.identity.listen_port`).
+        suspect: while the last start has not failed, its most decisive unrecovered suspect (a
+            line that looks like a failure, with no proof yet that the process ended), or None.
+        suspects: the last start's unrecovered suspects, in order (the decisive line of a failed
+            start is chosen among them).
+        service: the service whose lines were read, when the log holds several (``docker
+            compose logs``, ``kubectl logs --prefix``); None for a log of one.
     """
 
     engine: str
@@ -175,6 +201,9 @@ class Reading:
     model: str | None = None
     args_hash: str | None = None
     port: int | None = None
+    suspect: ErrorLine | None = None
+    suspects: tuple[Suspect, ...] = ()
+    service: str | None = None
 
     @property
     def phases_seen(self) -> list[str]:
@@ -199,11 +228,31 @@ class Reading:
             "hint": self.hint,
             "starts": self.starts,
             "restart_loop": self.restart_loop,
+            "suspects": [{"line": s.line, "cause": s.cause, "text": s.text} for s in self.suspects],
+            "service": self.service,
         }
 
 
 def _num(x: float) -> float | int:
     return int(x) if float(x).is_integer() else x
+
+
+class Life(enum.Enum):
+    """Where one start is in its lifecycle (a start is one process lifetime of the unit).
+
+    ``EMPTY`` (nothing seen yet) → ``LOADING`` → ``READY`` (or ``PROVISIONAL``: vLLM's
+    ``Application startup complete.`` before the bind, which a bind error takes back), and from any
+    of them ``FAILED`` (on evidence that the process ended or cannot go on) or ``STOPPED`` (ended on
+    purpose). A ``READY`` start may still fail (a crash while serving); a ``FAILED`` one becomes
+    ``READY`` again only if the server says ready after all.
+    """
+
+    EMPTY = "empty"
+    LOADING = "loading"
+    PROVISIONAL = "provisional"
+    READY = "ready"
+    FAILED = "failed"
+    STOPPED = "stopped"
 
 
 @dataclass(slots=True)
@@ -218,41 +267,84 @@ class _Mark:
 
 @dataclass(slots=True)
 class _Failure:
+    """A line that looks like a failure (a suspect), or that proves one."""
+
     line: int
     text: str
     msg: str
     cause: str
     strength: int
     hint: str
+    low: bool = False       # logged at DEBUG/INFO/WARNING: never terminal, never ends a log by itself
+    phase: int = -1         # the phase the failure happened in, as far as known when it was seen
+    mark: _Mark | None = None  # the line that named that phase (a frame, the exception text)
+    at: _Mark | None = None    # where the line itself is
+
+    def beats(self, cur: _Failure | None) -> bool:
+        """Whether this line is more decisive than ``cur``: a line logged as an error beats one
+        logged at a lower level, then the stronger cause; between equals the first, except that a
+        complete copy of a truncated line replaces it."""
+        if cur is None:
+            return True
+        if self.low != cur.low:
+            return cur.low
+        return self.strength > cur.strength or (
+            self.strength == cur.strength and self.cause == cur.cause and len(self.msg) > len(cur.msg)
+            and self.msg.startswith(cur.msg))
+
+
+@dataclass(slots=True)
+class _Trace:
+    """The Python traceback being read: its level, and the furthest phase its frames name."""
+
+    line: int
+    low: bool                # the traceback belongs to a DEBUG/INFO/WARNING message
+    high: bool               # ... to an ERROR/CRITICAL message
+    phase: int = -1
+    mark: _Mark | None = None
+    benign: bool = False     # it follows a warning that says the error is harmless
+    header: bool = True      # its "Traceback (most recent call last):" line was seen
+    seq: int = 0             # the logical line that began it
 
 
 @dataclass(slots=True)
 class _Start:
+    life: Life = Life.EMPTY
     main: int = -1                      # phase index of the main process
     ranks: dict[str, int] = field(default_factory=dict)
     marks: dict[str, _Mark] = field(default_factory=dict)
     first: _Mark | None = None          # the start's first line (fallback "starting" mark)
-    ready: bool = False
-    provisional: bool = False
+    served: bool = False                # it was ready at some point (a crash after it starts a new count)
     pre_ready: int = -1
-    failed: bool = False
     fail_phase: int = -1
-    error: _Failure | None = None
+    error: _Failure | None = None       # the decisive line among the unrecovered suspects
+    suspects: list[_Failure] = field(default_factory=list)
     pending: _Failure | None = None     # an exception while serving, not (yet) fatal
     completed: int = -1                 # the phase a "... took N s" line said was done
     done_ranks: dict[int, set[str]] = field(default_factory=dict)
     bars: dict[str | None, tuple[str, float, float]] = field(default_factory=dict)
     last_bar_phase: str | None = None
     output: bool = False                # the server itself wrote a line in this start
-    evidence: bool = False              # any line (server, or systemd's Started/exit) in this start
-    banner: bool = False
-    ended: bool = False
-    stopping: bool = False
-    stopped: bool = False
+    banners: set[str] = field(default_factory=set)  # the banner rules (patterns) seen in this start
+    ended: bool = False                 # systemd says the process is gone
+    exited: bool = False                # ... with a "Main process exited" line
+    stopping: bool = False              # systemd is stopping it on purpose
     invocation: str | None = None
     model: str | None = None            # what the start serves (probes/identity.py)
     args_hash: str | None = None
     port: int | None = None             # the port the start says it serves on
+
+    @property
+    def evidence(self) -> bool:
+        return self.life is not Life.EMPTY
+
+    @property
+    def failed(self) -> bool:
+        return self.life is Life.FAILED
+
+    @property
+    def ready(self) -> bool:
+        return self.life is Life.READY or self.life is Life.PROVISIONAL
 
     def host_phase(self) -> int:
         """The host's phase: the main process's, or the slowest rank's when that is further.
@@ -279,7 +371,80 @@ class _Start:
         for core, worker in engines.values():
             p = max(core, worker if worker != 99 else -1)
             slowest = p if slowest is None or p < slowest else slowest
+        assert slowest is not None
         return slowest if slowest > self.main else self.main
+
+    def furthest(self) -> int:
+        """The furthest phase any process of the start has reached."""
+        return max([self.main, *self.ranks.values()])
+
+
+@dataclass(slots=True)
+class _Hits:
+    """What the rules say of one line (the classify stage's answer)."""
+
+    phase: Rule | None = None
+    ready: Rule | None = None
+    fail: Rule | None = None
+    fail_m: re.Match[str] | None = None
+    progress_m: re.Match[str] | None = None
+    frame: Rule | None = None
+    banner: Rule | None = None
+    ends: bool = False
+    benign: bool = False
+    lifecycle: tuple[str, re.Match[str]] | None = None
+    host_oom: Rule | None = None
+
+
+_NO_HITS_LIST: list = []
+
+
+#: Log levels as engines print them, by what they allow: a line logged at a low level is never
+#: terminal by itself; one logged at a high level makes its traceback terminal.
+_LOW_LEVELS = frozenset({"TRACE", "DEBUG", "VERBOSE", "INFO", "NOTICE", "WARN", "WARNING", "D", "I", "W", "V"})
+_HIGH_LEVELS = frozenset({"ERROR", "CRITICAL", "FATAL", "INTERNAL_ERROR", "ERR", "CRIT", "E", "F"})
+_TRACEBACK = "Traceback (most recent call last)"
+#: Levels of a message that a traceback printed right under it belongs to (``logger.warning(...,
+#: exc_info=True)``, ``logger.exception``); an INFO line before a traceback is a coincidence.
+_INTRODUCES = frozenset({"WARN", "WARNING", "W", *_HIGH_LEVELS})
+_CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
+#: How much each kind of evidence counts towards an engine (each source counts once per log).
+_STRONG, _WEAK, _UNIT_WEIGHT = 10, 1, 5
+#: An engine is settled once it has this much evidence (two strong sources), or half of it once
+#: the start is past ``starting``; until then stronger evidence may still change it.
+_SETTLED = 20
+#: An engine that runs another inside it wins over what it embeds (Ollama runs llama.cpp).
+_EMBEDS = EMBEDS
+#: Unit-name words that name an engine (``ollama-gpu1.service``, ``vllm-qwen.service``).
+_UNIT_WORDS = (("ollama", "ollama"), ("sglang", "sglang"), ("vllm", "vllm"), ("text-generation", "tgi"),
+               ("tgi", "tgi"), ("trtllm", "trtllm"), ("tensorrt", "trtllm"), ("llama-server", "llamacpp"),
+               ("llamacpp", "llamacpp"), ("llama-cpp", "llamacpp"), ("llama.cpp", "llamacpp"))
+#: A hard-wrapped JSON record is rejoined over at most this many physical lines / characters.
+_JSON_MAX_LINES, _JSON_MAX_CHARS = 200, 64 * 1024
+_MAX_SUSPECTS = 64
+_MAX_SERVICES = 16
+_EMBEDDED = frozenset(_EMBEDS.values())
+_NO_LINE_HINT = ("A traceback began and its exception line has not arrived (or the excerpt ends before "
+                 "it): the frames above say where it failed.")
+
+
+def _level_class(level: str | None) -> int:
+    """-1 for a low level (DEBUG/INFO/WARNING), 1 for a high one (ERROR/CRITICAL), 0 unknown."""
+    if level is None:
+        return 0
+    up = level.upper()
+    if up in _LOW_LEVELS:
+        return -1
+    return 1 if up in _HIGH_LEVELS else 0
+
+
+def _unit_engine(unit: str) -> str | None:
+    """The engine a unit's name names (``ollama-gpu1.service`` → ``ollama``), or None."""
+    low = unit.lower()
+    for word, name in _UNIT_WORDS:
+        if word in low:
+            return name
+    return None
 
 
 class StartupReader:
@@ -289,20 +454,43 @@ class StartupReader:
     :func:`probes.journal.feed_record`. :meth:`reading` may be called after any line and costs
     O(phases). Never raises on any input text.
 
+    Each line goes through four stages, each a method of its own:
+
+    1. decode (:meth:`feed`, :func:`probes.logline.frames`, :func:`probes.logline.parse`): JSON
+       records rejoined and unpacked, ``\\r`` frames split, escape codes dropped, wrapper and engine
+       prefixes parsed into a :class:`~probes.logline.Line`;
+    2. context (:meth:`_context`): the line's place in a message: its log level (a traceback
+       takes the level of the message that introduced it), traceback frame or exception line,
+       source code under a frame, a warning's continuation;
+    3. classify (:meth:`_classify`): the engine tables' hits, as one :class:`_Hits`, and the
+       engine evidence they carry (scores, not a first lock: see :meth:`_evidence`);
+    4. apply (:meth:`_apply`, :meth:`_lifecycle`): the hits change the start's :class:`Life`,
+       phase, progress and suspects.
+
+    A failure has two stages: a line that matches a failure rule is a *suspect*; the start is
+    *failed* only on evidence that the process ended or cannot go on (a traceback's final
+    exception line or an ERROR-level traceback, the engine's own death lines, a signal or exit
+    status, systemd's exit lines), or when the log ends after an unrecovered suspect
+    (``reading(ended=True)``). A suspect is recovered when the start moves on to a later phase.
+
     Args:
         engine: the engine id when known (``--engine``); detected from the log when None.
+        unit: the unit the log is about, when known: its name counts as evidence of the engine.
 
     Raises:
         ValueError: for an engine id that is not known.
     """
 
-    def __init__(self, engine: str | None = None) -> None:
+    def __init__(self, engine: str | None = None, unit: str | None = None) -> None:
         if engine is not None and engine not in ENGINES:
             raise ValueError(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
         self._engine = engine
-        self._committed = engine is not None
+        self._forced = self._committed = engine is not None
         self._matcher = matcher_for(engine, self._committed)
+        self._frames = frame_matcher_for(engine)
         self._bars = bars_for(engine)
+        self._scores: dict[str, int] = {}
+        self._sources: set[tuple[str, str]] = set()
         self.lines = 0
         self.bad_lines = 0
         self._start = _Start()
@@ -319,21 +507,38 @@ class StartupReader:
         self._last_stamp: tuple[int, Stamp, tuple[int, int, int] | None] | None = None
         self._last_line = ""
         self._after_frame = False
+        self._prev_level: tuple[str | None, str | None] | None = None  # (level, process) of a prefixed line before
+        self._tb: _Trace | None = None
+        self._seq = 0  # logical lines read (a journal record may hold several)
         self._ever_ready = False
         self._numbered = False
         self._number: int | None = None  # the leading number of the line before, if it had one
+        self._unit = unit
+        # A log of several services (docker compose, kubectl --prefix): one reader per service.
+        self._subs: dict[str, StartupReader] = {}
+        self._last_service: str | None = None
+        self._service_depth = 0
+        self._is_sub = False
+        self._json: list[tuple[Line, bool]] = []  # pieces of a JSON record not yet complete
+        if unit and not self._forced:
+            name = _unit_engine(unit)
+            if name is not None:
+                self._evidence(name, _UNIT_WEIGHT, "unit")
 
     @property
     def engine(self) -> str | None:
         """The engine id once the log named it for sure (or it was forced), else None."""
+        if self._subs:
+            return self._engine_service()[1].engine
         return self._engine if self._committed else None
 
-    # --- feeding ---------------------------------------------------------------------------------
+    # --- stage 1: decode -------------------------------------------------------------------------
 
     def feed_bytes(self, raw: bytes, lineno: int | None = None) -> None:
         """Feed one physical line as bytes (invalid UTF-8 is replaced, never fatal)."""
         text = raw.decode("utf-8", "replace")
-        if text.isprintable() and "/s]" not in text and "s/it]" not in text and len(text) <= MAX_LINE_CHARS:
+        if (text.isprintable() and "/s]" not in text and "/s," not in text and "s/it" not in text
+                and len(text) <= MAX_LINE_CHARS):
             # The common case: one plain line, no escape codes, \r frames, control characters or bars.
             self.lines = lineno = self.lines + 1 if lineno is None else lineno
             if text:
@@ -348,7 +553,9 @@ class StartupReader:
         """Feed one physical line (without its newline).
 
         Args:
-            text: the line; may hold ``\\r`` frames, escape codes and glued bars.
+            text: the line; may hold ``\\r`` frames, escape codes, glued bars, or a JSON log record
+                (``{"timestamp": ..., "level": ..., "message": ...}``, TGI's ``--json-output``),
+                also one a terminal hard-wrapped over several lines (rejoined).
             lineno: its 1-based number in the input (default: one more than the last).
             stamp: its time when known from outside the text (a journal record's realtime stamp).
             ident: its syslog identifier when known from outside the text.
@@ -369,8 +576,66 @@ class StartupReader:
                 self._start.invocation = invocation
         if not self._numbered and text[:1].isdigit():
             self._note_number(text)
-        for frame in frames(text):
-            self._line(parse(lineno, frame, stamp=stamp, ident=ident, numbered=self._numbered), systemd)
+        service = None
+        for i, frame in enumerate(frames(text)):
+            ln = parse(lineno, frame, stamp=stamp, ident=ident, numbered=self._numbered)
+            if i == 0:
+                service = ln.service
+            elif ln.service is None:
+                ln.service = service  # a \r frame of a service's line is that service's
+            self._line(ln, systemd)
+
+    def _record(self, ln: Line, systemd: bool) -> bool:
+        """Read a JSON log record (after any wrapper prefix), or the next piece of one a terminal
+        hard-wrapped over several lines; False when the line is plain text. Pieces that never make
+        a record are read as text once that is clear (a new record begins, or the limits)."""
+        body = ln.text[ln.wrap_end:]
+        if self._json and body[:2] == '{"':
+            self._flush_json()  # a new record begins: what was gathered was not one
+        if not self._json:
+            if body[:2] != '{"':
+                return False
+            rec = decode_record(body)
+            if rec is not None:
+                self._feed_record(rec, ln, systemd)
+                return True
+            if body.rstrip().endswith("}"):
+                return False  # a whole line that is not a record: plain text
+            self._json = [(ln, systemd)]
+            return True
+        self._json.append((ln, systemd))
+        joined = "".join(p.text[p.wrap_end:] for p, _ in self._json)
+        rec = decode_record(joined)
+        if rec is not None:
+            first = self._json[0]
+            self._json = []
+            self._feed_record(rec, first[0], first[1])
+            return True
+        if len(self._json) >= _JSON_MAX_LINES or len(joined) >= _JSON_MAX_CHARS:
+            self._flush_json()
+        return True
+
+    def _flush_json(self) -> None:
+        """Read the pieces of a JSON record that never completed as the plain lines they are."""
+        pieces, self._json = self._json, []
+        for ln, systemd in pieces:
+            self._plain(ln, systemd)
+        for sub in self._subs.values():
+            sub._flush_json()
+
+    def _feed_record(self, rec: Record, at: Line, systemd: bool) -> None:
+        """The lines of a record's message, as if the engine had printed them with its prefix."""
+        level = rec.level or ""
+        stamp = at.stamp or rec.stamp
+        for k, text in enumerate(rec.text.split("\n")):
+            for frame in frames(text):
+                ln = parse(at.lineno, frame, stamp=stamp, ident=at.ident)
+                ln.service = ln.service or at.service
+                if ln.level is None and k == 0:
+                    ln.level, ln.prefixed = level, True  # the record's first line begins its message
+                if k == 0:
+                    ln.text = at.text  # shown as it was written: the record's own line
+                self._plain(ln, systemd)
 
     def _note_number(self, text: str) -> None:
         """The first line numbered 1, or two lines with growing ``N:``/``N-`` numbers: ``grep -n``."""
@@ -391,9 +656,52 @@ class StartupReader:
     # --- the fold ----------------------------------------------------------------------------------
 
     def _line(self, ln: Line, systemd: bool) -> None:
-        msg = ln.msg
         if ln.numbered:
             self._numbered = True  # grep -n output: every later line has a number to strip
+        if not self._is_sub and (ln.service is not None or self._last_service is not None):
+            if ln.service_depth < self._service_depth and self._last_service is not None:
+                ln.service = None  # only an outer wrapper's prefix: as unprefixed inside it
+            self._service_depth = max(self._service_depth, ln.service_depth)
+            if ln.service is None:
+                ln.service = self._last_service  # an unprefixed line (a bar's frame) continues the last service's
+            self._last_service = ln.service
+            self._to_service(ln, systemd)
+            return
+        if (self._json or ln.text.startswith("{", ln.wrap_end)) and self._record(ln, systemd):
+            return
+        self._plain(ln, systemd)
+
+    def _plain(self, ln: Line, systemd: bool) -> None:
+        """Stages 2 to 4 for one logical line."""
+        self._seq += 1
+        msg = ln.msg
+        if msg[:1] in ".[(<…" and _ELISION_RE.match(msg):
+            return  # "...", "[...]": where whoever pasted the log left lines out
+        self._clock(ln)
+        if msg.startswith("░░"):
+            return  # `journalctl -x` catalog text explaining the line above
+        frame, code, top, low, high, trace = self._context(ln)
+        hits = self._classify(ln, frame or code)
+        is_systemd = systemd or (ln.ident is not None and ln.ident in _HOST_IDENTS) or (
+            msg[:1] == "k" and msg.startswith("kernel: ")) or (
+            ".service" in msg and (_UNIT_MSG_RE.match(msg) is not None or "systemd[" in msg
+                                   or (ln.ident is None and _BARE_SYSTEMD_RE.match(msg) is not None)))
+        if not is_systemd and ("$" in msg or "#" in msg) and (pm := _PROMPT_RE.match(msg)) is not None:
+            # A shell prompt pasted with the log: read for the engine's name only, unless the
+            # program's first line is glued to it ("root@gpu:/w# I0521 10:03:57.685707 107 x.cc:1] ...").
+            rest = msg[pm.end():]
+            if rest and rest[0] != " " and (glued := parse(ln.lineno, rest, stamp=ln.stamp)).prefixed:
+                self._plain(glued, systemd)
+            return
+        if is_systemd:
+            self._apply_host(hits, ln)
+            return
+        if not msg or msg.isspace():
+            return
+        self._apply(ln, hits, frame, code, top, low, high, trace)
+
+    def _clock(self, ln: Line) -> None:
+        """Keep the year of the nearest full date and the last timestamped line."""
         st = ln.stamp
         if st is not None:
             if st.year is not None:
@@ -403,66 +711,207 @@ class StartupReader:
                         mk.next = self._year_prev
                     self._await_next.clear()
             self._last_stamp = (ln.lineno, st, self._year_prev)
-        if self._benign and (ln.prefixed or msg.startswith("Traceback (most recent call last)")):
+
+    # --- stage 2: context ----------------------------------------------------------------------
+
+    def _context(self, ln: Line) -> tuple[bool, bool, bool, bool, bool, _Trace | None]:
+        """The line's place in its message: (frame, code, top, low, high, trace).
+
+        frame: a traceback's ``File "...", line N`` line; code: the source line under a frame;
+        top: a traceback's final exception line (not indented, after the header); low / high: the
+        line belongs to a message logged at a low (DEBUG/INFO/WARNING) or high (ERROR/CRITICAL)
+        level: its own prefix's, or for the lines of a traceback, the level of the message that
+        introduced it (Python logging's ``exc_info`` prints the traceback under the message);
+        trace: the traceback the line belongs to, or None.
+        """
+        msg = ln.msg
+        benign = self._benign
+        if benign and (ln.prefixed or msg.startswith(_TRACEBACK)):
             self._benign = False
         # The line after a traceback's `File "...", line N` is source code, not an error message.
         code = self._after_frame and msg[:1].isspace()
-        self._after_frame = msg.find('File "', 0, 80) >= 0 and _FRAME_RE.match(msg) is not None
-        if msg.startswith("░░"):
-            return  # `journalctl -x` catalog text explaining the line above
-        if not self._committed:
+        frame = msg.find('File "', 0, 80) >= 0 and _FRAME_RE.match(msg) is not None
+        self._after_frame = frame
+        own = _level_class(ln.level) if ln.prefixed else 0
+        prev, self._prev_level = self._prev_level, ((ln.level, ln.proc) if ln.prefixed else None)
+        tb = self._tb
+        if "Traceback" in msg and _TRACEBACK in msg[:200]:
+            # A traceback begins: its level is its own line's, or that of the warning or error
+            # message right before it from the same process (Python logging's `exc_info`).
+            lvl = own
+            if ln.level is None and prev is not None and prev[1] == ln.proc and (
+                    prev[0] is not None and prev[0].upper() in _INTRODUCES):
+                lvl = _level_class(prev[0])
+            tb = self._tb = _Trace(ln.lineno, lvl < 0, lvl > 0, benign=benign, seq=self._seq)
+            return frame, code, False, tb.low, tb.high, tb
+        if tb is None:
+            if frame:
+                # An excerpt begun inside a traceback: its frames still say where it failed.
+                tb = self._tb = _Trace(ln.lineno, own < 0, own > 0, benign=benign, header=False)
+                return frame, code, False, tb.low, tb.high, tb
+            return frame, code, False, own < 0, own > 0, None
+        if frame or code or not msg or msg[0].isspace() or msg.startswith(_CHAINED):
+            return frame, code, False, tb.low, tb.high, tb
+        if ("Error" in msg or "Exception" in msg or "Exit" in msg or "Interrupt" in msg) \
+                and EXCEPTION_RE.match(msg):
+            self._tb = None  # the exception line ends the traceback
+            return frame, code, True, tb.low, tb.high, tb
+        if ln.prefixed:
+            self._tb = None  # a new message: the traceback is over (its exception line not seen)
+            return frame, code, False, own < 0, own > 0, None
+        return frame, code, False, tb.low, tb.high, tb
+
+    # --- stage 3: classify ---------------------------------------------------------------------
+
+    def _classify(self, ln: Line, frame: bool) -> _Hits | None:
+        """The engine tables' hits on this line (None when no rule matches), after counting the
+        engine evidence the line carries. On a traceback frame only frame rules (the phase a
+        function belongs to) and detection rules count: a frame is code, not a message."""
+        msg = ln.msg
+        watching = not self._committed or self._engine in _EMBEDDED
+        if watching:
             self._detect_from_line(ln)
         hits = self._matcher.match(msg)
-        if not self._committed and hits:
+        if not hits:
+            if frame:
+                for rule, _ in self._frames.match(msg):
+                    return _Hits(frame=rule)
+            return None
+        if watching:
+            engine = self._engine
             for rule, _ in hits:
                 if rule.detect:
-                    self._detect(rule.detect, not rule.weak)
-            if self._committed:
+                    self._evidence(rule.detect, _WEAK if rule.weak else _STRONG, rule.pattern)
+            if self._engine != engine:
                 hits = self._matcher.match(msg)
-        ident = ln.ident
-        is_systemd = systemd or (ident is not None and ident in _HOST_IDENTS) or (
-            msg[:1] == "k" and msg.startswith("kernel: ")) or (
-            ".service" in msg and (_UNIT_MSG_RE.match(msg) is not None or "systemd[" in msg
-                                   or (ident is None and _BARE_SYSTEMD_RE.match(msg) is not None)))
-        if not is_systemd and ("$" in msg or "#" in msg) and _PROMPT_RE.match(msg):
-            return  # a shell prompt pasted with the log: read for the engine's name only
+        out = _Hits()
+        if frame:
+            for rule, _ in self._frames.match(msg):
+                out.frame = rule
+                break
+        for rule, m in hits:
+            if frame:
+                continue
+            if rule.lifecycle:
+                if out.lifecycle is None:
+                    out.lifecycle = (rule.lifecycle, m)
+                continue
+            if rule.progress:
+                out.progress_m = m
+            if rule.ends:
+                out.ends = True
+            if rule.banner and out.banner is None:
+                out.banner = rule
+            if rule.benign:
+                out.benign = True
+            if rule.phase is not None and out.phase is None:
+                out.phase = rule
+            if rule.ready and out.ready is None:
+                out.ready = rule
+            if rule.cause is not None and out.fail is None:
+                out.fail, out.fail_m = rule, m
+        return out
+
+    def _detect_from_line(self, ln: Line) -> None:
+        if ln.ident is not None and ln.ident in IDENTS:
+            self._evidence(IDENTS[ln.ident], _STRONG, "ident")
+        elif ln.flavor is not None and ln.flavor in _FLAVOR_ENGINE:
+            name, strong = _FLAVOR_ENGINE[ln.flavor]
+            if ln.flavor == "sglang" and ln.rank:
+                strong = True
+            self._evidence(name, _STRONG if strong else _WEAK, "flavor:" + ln.flavor + ("+" if strong else ""))
+        if ln.proc is not None and ln.proc.startswith(_VLLM_PROCS):
+            self._evidence("vllm", _STRONG, "proc")
+
+    def _evidence(self, name: str, weight: int, source: str) -> None:
+        """Count one piece of evidence that ``name`` wrote the log; each source counts once.
+
+        The engine is the one with the most evidence, revisable until it is settled (see
+        :data:`_SETTLED`); an engine that embeds another (Ollama over llama.cpp) wins over it
+        whenever it has strong evidence of its own, settled or not.
+        """
+        if self._forced:
+            return
+        key = (name, source)
+        if key in self._sources:
+            return
+        self._sources.add(key)
+        scores = self._scores
+        scores[name] = scores.get(name, 0) + weight
+        cur = self._engine
+        best = max(scores, key=lambda n: (scores[n], n == cur))
+        for outer, inner in _EMBEDS.items():
+            if best == inner and scores.get(outer, 0) >= _STRONG:
+                best = outer
+        if self._committed and not (best in _EMBEDS and _EMBEDS[best] == cur):
+            return  # settled: only the engine that embeds it can still take over
+        changed = best != cur
+        if changed:
+            self._engine = best
+        if not self._committed and (scores[best] >= _SETTLED or (
+                scores[best] >= _STRONG and self._start.furthest() > _STARTING) or best in _EMBEDS):
+            self._committed = changed = True
+        if changed:
+            self._matcher = matcher_for(self._engine, self._committed)
+            self._frames = frame_matcher_for(self._engine)
+            self._bars = bars_for(self._engine)
+
+    def _to_service(self, ln: Line, systemd: bool) -> None:
+        """A line of one service of several (``docker compose logs``, ``kubectl logs --prefix``):
+        each service has a reader of its own, and the reading is that of the engine's service
+        (see :meth:`_engine_service`)."""
+        sub = self._subs.get(ln.service)  # type: ignore[arg-type]
+        if sub is None:
+            if len(self._subs) >= _MAX_SERVICES:
+                return
+            sub = StartupReader(self._engine if self._forced else None, self._unit)
+            sub._is_sub = True
+            self._subs[ln.service] = sub  # type: ignore[index]
+        sub.lines = ln.lineno
+        sub._numbered = self._numbered
+        sub._line(ln, systemd)
+
+    def _engine_service(self) -> tuple[str, StartupReader]:
+        """The service whose lines are the engine's: the one with the most evidence of an engine,
+        then the one that got furthest (with ``--engine``, evidence is not counted), then the first."""
+        def score(item: tuple[str, StartupReader]) -> tuple[int, int]:
+            sub = item[1]
+            return max(sub._scores.values(), default=0), len(sub._start.marks) + sub._starts
+        return max(self._subs.items(), key=score)
+
+    # --- stage 4: apply ------------------------------------------------------------------------
+
+    def _apply_host(self, hits: _Hits | None, ln: Line) -> None:
+        """A line systemd or the kernel wrote about the unit: lifecycle, or a kernel OOM kill."""
+        if not self._committed:
+            m = _UNIT_MSG_RE.match(ln.msg)
+            name = _unit_engine(m.group(0)) if m is not None else None
+            if name is None and hits is not None and hits.lifecycle is not None:
+                what = hits.lifecycle[1].groupdict().get("what")
+                name = _unit_engine(what) if what else None
+            if name is not None:
+                self._evidence(name, _UNIT_WEIGHT, "unit")
+        if hits is None:
+            return
+        if hits.lifecycle is not None:
+            self._lifecycle(hits.lifecycle[0], hits.lifecycle[1], ln)
+        elif hits.fail is not None and hits.fail.cause == "host_oom_killed":
+            self._fail(self._start, "host_oom_killed", hits.fail.strength, ln, None)
+
+    def _apply(self, ln: Line, hits: _Hits | None, frame: bool, code: bool, top: bool, low: bool,
+               high: bool, trace: _Trace | None) -> None:
+        """A line the server wrote: what it says of the start."""
+        msg = ln.msg
         start = self._start
-        if is_systemd:
-            for rule, m in hits:
-                if rule.lifecycle:
-                    self._lifecycle(rule.lifecycle, m, ln)
-                    break
-                if rule.cause == "host_oom_killed":
-                    self._fail(self._start, rule.cause, rule.strength, ln, None)
-                    break
-            return
-        if not msg or msg.isspace():
-            return
         if start.ended and start.invocation is None:
             start = self._new_start()
-        banner = ends = False
-        phase_rule = ready_rule = fail_rule = fail_m = progress_m = None
-        for rule, m in hits:
-            if rule.progress:
-                progress_m = m
-            if rule.ends:
-                ends = True
-            if rule.banner:
-                banner = True
-            if rule.benign:
-                self._benign = True
-            if rule.phase is not None and phase_rule is None:
-                phase_rule = rule
-            if rule.ready and ready_rule is None:
-                ready_rule = rule
-            if rule.cause is not None and fail_rule is None:
-                fail_rule, fail_m = rule, m
-        if banner:
-            if start.banner or start.failed or start.host_phase() > _STARTING:
+        if hits is not None and hits.banner is not None:
+            key = hits.banner.pattern
+            if key in start.banners or start.failed or start.host_phase() > _STARTING:
                 start = self._new_start()
-            start.banner = True
-        if not start.evidence:
-            start.evidence = True
+            start.banners.add(key)
+        if start.life is Life.EMPTY:
+            start.life = Life.LOADING
             start.first = self._mark("starting", ln)
         start.output = True
         if ("port" in msg or "://" in msg) and (port := listen_port(msg)) is not None:
@@ -472,12 +921,20 @@ class StartupReader:
             if ident is not None and (ident.args_hash is not None or start.model is None):
                 start.model = ident.model or start.model
                 start.args_hash = ident.args_hash
-        if '"GET /' not in ln.msg or _PROBE_ACCESS_RE.search(ln.msg) is None:
+        if '"GET /' not in msg or _PROBE_ACCESS_RE.search(msg) is None:
             self._last_line = ln.text
-        if phase_rule is not None:
-            self._advance(start, ln.rank, phase_rule.phase, ln)
+        phase_rule = hits.phase if hits is not None else None
+        if phase_rule is None and msg[:6] == "......" and not msg.strip(". "):
+            # llama.cpp's tensor-loading dots (also before anything else has named the engine)
+            dots = ENGINES[self._engine].dots if self._engine in ENGINES else "weights"
+            if dots is not None:
+                self._advance(start, ln.rank, dots, ln)
+        if hits is not None and hits.frame is not None and trace is not None:
+            self._frame_phase(start, trace, hits.frame.phase, ln)
+        if phase_rule is not None and phase_rule.phase is not None:
+            self._advance(start, ln.rank, phase_rule.phase, ln, recover=not high)
+            p = PHASE_INDEX[phase_rule.phase]
             if phase_rule.completes and not start.failed:
-                p = PHASE_INDEX[phase_rule.phase]
                 if ln.rank is None:
                     start.completed = p
                 else:  # with ranks, done once every rank seen has said so
@@ -485,48 +942,65 @@ class StartupReader:
                     done.add(ln.rank)
                     if done.issuperset(start.ranks):
                         start.completed = p
-        if "/s]" in msg or "s/it]" in msg:
+            elif start.completed == p and not start.failed:
+                start.completed = -1  # more of the phase (a draft model's capture after the target's)
+        if "/s]" in msg or "/s," in msg or "s/it]" in msg or "s/it," in msg:
             self._bar(start, ln)
-        elif progress_m is not None:
-            self._count(start, ln, phase_rule.phase if phase_rule else None, progress_m)
-        if ready_rule is not None:
-            self._ready(start, ready_rule, ln)
-        if ends and not start.failed:
-            start.stopped = True  # the server says it shut down (Ctrl-C, SIGTERM): stopped, not failed
-        if self._benign or code:
+        elif hits is not None and hits.progress_m is not None:
+            self._count(start, ln, phase_rule.phase if phase_rule else None, hits.progress_m)
+        if hits is not None:
+            if hits.ready is not None:
+                self._ready(start, hits.ready, ln)
+            if hits.ends and not start.failed:
+                start.life = Life.STOPPED  # the server says it shut down (Ctrl-C, SIGTERM): not failed
+            if hits.benign:
+                self._benign = True
+        if self._benign or code or frame or (trace is not None and trace.benign):
             return
-        if fail_rule is not None:
-            hint = fail_rule.hint
+        self._suspect(start, ln, hits, top, low, high, trace)
+
+    def _suspect(self, start: _Start, ln: Line, hits: _Hits | None, top: bool, low: bool, high: bool,
+                 trace: _Trace | None) -> None:
+        """Whether the line looks like a failure, and whether it proves one."""
+        msg = ln.msg
+        if (trace is not None and trace.seq == self._seq and trace.header and start.life is not Life.READY
+                and (hits is None or hits.fail is None)):
+            # A traceback begins (also one printed inside an exception's message, as Ray's
+            # "RuntimeError: Traceback (most recent call last):" wraps the real one): its exception
+            # line is yet to come (or beyond an excerpt's end).
+            self._fail(start, "unknown", 0, ln, _NO_LINE_HINT, terminal=high, low=low, trace=trace)
+            return
+        if hits is not None and hits.fail is not None and hits.fail.cause is not None:
+            rule, cause = hits.fail, hits.fail.cause
+            hint = rule.hint
             if hint is None:
-                hint = hint_for(self._engine, fail_rule.cause)
-            if "{" in hint:
-                hint = _fill(hint, fail_m)
-            self._fail(start, fail_rule.cause, fail_rule.strength, ln, hint)
+                hint = hint_for(self._engine, cause)
+            if "{" in hint and hits.fail_m is not None:
+                hint = _fill(hint, hits.fail_m)
+            # A rule that says the process ended is a fact whatever level it is logged at (Ollama's
+            # app logs "server crash ... respawning" as a warning); anything else logged low is not.
+            terminal = rule.terminal or ((cause == "engine_died" or top) and not low)
+            self._fail(start, cause, rule.strength, ln, hint, terminal=terminal, low=low and not rule.terminal,
+                       trace=trace)
         elif ("Error" in msg or "Exception" in msg) and (EXCEPTION_RE.match(msg) or GO_ERROR_RE.match(msg)):
-            self._fail(start, "unknown", 3, ln, None)
+            # An exception with no named cause; Go's and Rust's "Error: ..." is the process's last word.
+            terminal = top or GO_ERROR_RE.match(msg) is not None
+            self._fail(start, "unknown", 3, ln, None, terminal=terminal and not low, low=low, trace=trace)
 
-    def _detect_from_line(self, ln: Line) -> None:
-        if ln.ident is not None and ln.ident in IDENTS:
-            self._detect(IDENTS[ln.ident], True)
-        elif ln.flavor is not None and ln.flavor in _FLAVOR_ENGINE:
-            name, strong = _FLAVOR_ENGINE[ln.flavor]
-            if ln.flavor == "sglang" and ln.rank:
-                strong = True
-            self._detect(name, strong)
-        if ln.proc is not None and not self._committed and ln.proc.startswith(_VLLM_PROCS):
-            self._detect("vllm", True)
+    def _frame_phase(self, start: _Start, trace: _Trace, phase: str | None, ln: Line) -> None:
+        """A traceback frame names the phase its function belongs to: the failure happened there
+        if that is further than the phase the log had reached."""
+        if phase is None:
+            return
+        p = PHASE_INDEX[phase]
+        if p > trace.phase:
+            trace.phase = p
+            trace.mark = self._mark(phase, ln)
+        if start.failed and p > start.fail_phase:
+            start.fail_phase = p
+            start.marks.setdefault(phase, self._mark(phase, ln))
 
-    def _detect(self, name: str, strong: bool) -> None:
-        if self._committed:
-            return
-        if strong:
-            self._engine, self._committed = name, True
-        elif self._engine is None:
-            self._engine = name
-        else:
-            return
-        self._matcher = matcher_for(self._engine, self._committed)
-        self._bars = bars_for(self._engine)
+    # --- the start's lifecycle -------------------------------------------------------------------
 
     def _mark(self, phase: str, ln: Line) -> _Mark:
         mk = _Mark(phase, ln.lineno, ln.text, ln.stamp, self._year_prev)
@@ -542,28 +1016,44 @@ class StartupReader:
             self._gave_up = False
             self._streak = 0
             self._streak_starts = []
+        if not old.failed and not old.ready and self._unrecovered(old):
+            self._to_failed(old)  # a new process began: the old one did not survive its suspect
         if old.evidence:
             self._starts += 1
-            if old.ready:
+            if old.served:
                 self._streak = 1 if old.failed else 0  # a crash after serving starts a new count
                 self._streak_starts = [self._failed_start(old)] if old.failed else []
             elif old.failed:
                 self._streak += 1
                 self._streak_starts.append(self._failed_start(old))
-        if old.error is not None:
+        if old.failed and old.error is not None:
             self._last_failure = old.error
         self._await_next.clear()  # only the current start's marks are ever shown
         self._start = _Start()
         return self._start
 
     @staticmethod
-    def _failed_start(start: _Start) -> FailedStart:
-        phase = PHASES[start.fail_phase] if start.fail_phase >= 0 else "starting"
+    def _unrecovered(start: _Start) -> bool:
+        """The start has a suspect logged as an error (not as a warning) that nothing recovered."""
+        return any(not s.low for s in start.suspects)
+
+    @staticmethod
+    def _failed_start(start: _Start, phase_i: int | None = None) -> FailedStart:
+        p = start.fail_phase if phase_i is None else phase_i
+        phase = PHASES[p] if p >= 0 else "starting"
         first = _resolve(start.first) if start.first is not None else None
         return FailedStart(start.error.cause if start.error else None, phase, first[0] if first else None)
 
-    def _advance(self, start: _Start, rank: str | None, phase: str, ln: Line) -> None:
+    def _advance(self, start: _Start, rank: str | None, phase: str, ln: Line, recover: bool = True) -> None:
+        """Move a process of the start to ``phase`` if that is forward; a move of the host's phase
+        recovers the start's suspects (unless the line saying so is itself an error line). After
+        the start failed, an error line that names a later phase (another process reporting the
+        failure: TGI's router "warmup{...}: Server error") says where it failed."""
         if start.failed:
+            p = PHASE_INDEX[phase]
+            if not recover and p > start.fail_phase and not start.ended:
+                start.fail_phase = p
+                start.marks.setdefault(phase, self._mark(phase, ln))
             return
         p = PHASE_INDEX[phase]
         cur = start.main if rank is None else start.ranks.get(rank, -1)
@@ -575,15 +1065,23 @@ class StartupReader:
             ok = p > cur
         if not ok:
             return
+        before = start.host_phase() if start.suspects else 0
         if rank is None:
             start.main = p
         else:
             start.ranks[rank] = p
         if phase not in start.marks:
             start.marks[phase] = self._mark(phase, ln)
+        if recover and start.suspects and start.host_phase() > before and not start.served:
+            # The start went on to a later phase: what looked like a failure was not one.
+            start.suspects.clear()
+            start.error = None
 
     def _bar(self, start: _Start, ln: Line) -> None:
         msg = ln.msg
+        c = _BAR_RE.search(msg, 0, 4096)
+        if c is None and _PERCENT_RE.search(msg, 0, 300) is None:
+            return  # a rate in a message ("12 it/s"), not a bar
         # The label is what comes before the bar itself ("Loading safetensors checkpoint shards:
         # 50% Completed ", "config.json: 100%"); short, so only the start of the line is looked at.
         label = msg[:200].split("|", 1)[0]
@@ -593,13 +1091,19 @@ class StartupReader:
                 phase = bar.phase
                 break
         if phase is not None:
-            self._advance(start, ln.rank, phase, ln)
-        c = _BAR_RE.search(msg, 0, 4096)
+            if start.failed:
+                # Bars that stderr flushes with the traceback: the failure happened in their phase.
+                p = PHASE_INDEX[phase]
+                if p > start.fail_phase and c is not None:
+                    start.fail_phase = p
+                    start.marks.setdefault(phase, self._mark(phase, ln))
+            else:
+                self._advance(start, ln.rank, phase, ln)
         if c is None:
             return
         if phase is None:
             # An unlabelled bar belongs to the furthest phase any process has reached.
-            furthest = max([start.main, *start.ranks.values()])
+            furthest = start.furthest()
             if furthest < 0:
                 return
             phase = PHASES[furthest]
@@ -610,81 +1114,126 @@ class StartupReader:
 
     def _count(self, start: _Start, ln: Line, phase: str | None, m: re.Match[str]) -> None:
         if phase is None:
-            furthest = max([start.main, *start.ranks.values()])
+            furthest = start.furthest()
             if furthest < 0:
                 return
             phase = PHASES[furthest]
         start.bars[ln.rank] = (phase, float(m.group("done")), float(m.group("total")))
         start.last_bar_phase = phase
 
-    def _ready(self, start: _Start, rule, ln: Line) -> None:
+    def _ready(self, start: _Start, rule: Rule, ln: Line) -> None:
         if rule.confirm and start.ready:
-            start.provisional = False
+            start.life = Life.READY
+            return
+        if start.life is Life.STOPPED:
             return
         if start.failed:
             # The server came up after all: what looked fatal was not.
-            start.failed, start.error, start.fail_phase = False, None, -1
+            start.life, start.error, start.fail_phase = Life.LOADING, None, -1
+        start.suspects.clear()
+        if not start.served:
+            start.error = None
         self._ever_ready = True
         if not start.ready:
             start.pre_ready = start.host_phase()
-            start.ready = True
             start.main = _READY
             start.marks.setdefault("ready", self._mark("ready", ln))
-        start.provisional = rule.provisional and not rule.confirm
+        start.served = True
+        start.life = Life.PROVISIONAL if rule.provisional and not rule.confirm else Life.READY
 
-    def _fail(self, start: _Start, cause: str, strength: int, ln: Line, hint: str | None) -> None:
+    def _fail(self, start: _Start, cause: str, strength: int, ln: Line, hint: str | None, *,
+              terminal: bool = True, low: bool = False, trace: _Trace | None = None) -> None:
+        """A failure line: a suspect, and when ``terminal`` the proof that the start failed."""
         if hint is None:
             hint = hint_for(self._engine, cause)
-        if not start.evidence:
+        if start.life is Life.EMPTY:
             # A failure seen only from outside (systemd's result, the kernel's OOM kill) is still a start.
-            start.evidence = True
+            start.life = Life.LOADING
             start.first = self._mark("starting", ln)
-        msg = ln.msg.strip()
-        if start.ready and not start.failed:
-            if start.provisional and cause == "port_in_use":
+        f = _Failure(ln.lineno, ln.text, ln.msg.strip(), cause, strength, hint, low)
+        if start.ready:
+            if start.life is Life.PROVISIONAL and cause == "port_in_use":
                 # vLLM printed "Application startup complete." and then could not bind: never ready.
-                start.ready = start.provisional = False
+                start.life = Life.LOADING
+                start.served = False
                 start.main = start.pre_ready
                 start.marks.pop("ready", None)
+                terminal = True
             elif cause == "unknown":
                 # An exception while serving (one bad request) does not end the start; keep it in
                 # case the engine dies of it next, when it is the root cause.
                 if start.pending is None or strength > start.pending.strength:
-                    start.pending = _Failure(ln.lineno, ln.text, msg, cause, strength, hint)
+                    start.pending = f
                 return
             elif start.pending is not None and start.error is None:
                 start.error = start.pending
-        cur = start.error
-        if (cur is None or strength > cur.strength
-                or (strength == cur.strength and cause == cur.cause and len(msg) > len(cur.msg)
-                    and msg.startswith(cur.msg))):
-            start.error = _Failure(ln.lineno, ln.text, msg, cause, strength, hint)
-        if not start.failed:
-            start.failed = True
-            start.fail_phase = start.host_phase()
-            if start.completed == start.fail_phase and _DOWNLOAD < start.fail_phase < _WARMUP:
-                # "Loading model weights took 10 GB", then an OOM: it failed in what comes next.
-                start.fail_phase += 1
-                nxt = PHASES[start.fail_phase]
-                start.marks.setdefault(nxt, self._mark(nxt, ln))
+        p = start.host_phase()
+        f.at = self._mark("", ln)
+        if trace is not None and trace.phase > p:
+            f.phase, f.mark = trace.phase, trace.mark
+        else:
+            f.phase = p
+        if start.failed:
+            if f.beats(start.error):
+                start.error = f
+            return
+        if len(start.suspects) < _MAX_SUSPECTS:
+            start.suspects.append(f)
+        if f.beats(start.error):
+            start.error = f
+        if terminal:
+            self._to_failed(start)
+
+    def _fail_point(self, start: _Start) -> tuple[int, _Mark | None]:
+        """Where a start failed: the furthest of the phase it reached and the phases its suspects
+        name (frames, exception text), and the line that begins that phase if none did yet."""
+        p, mk = start.host_phase(), None
+        first = None
+        for s in start.suspects:
+            if first is None and not s.low:
+                first = s
+            if s.phase > p:
+                p, mk = s.phase, s.mark
+        if mk is None and start.completed == p and _DOWNLOAD < p < _WARMUP:
+            # "Loading model weights took 10 GB", then an OOM: it failed in what comes next.
+            p += 1
+            at = (first or (start.suspects[0] if start.suspects else None))
+            if at is not None and at.at is not None:
+                mk = dataclasses.replace(at.at, phase=PHASES[p])
+        return p, mk
+
+    def _to_failed(self, start: _Start) -> None:
+        p, mk = self._fail_point(start)
+        start.life = Life.FAILED
+        start.fail_phase = p
+        if mk is not None:
+            start.marks.setdefault(PHASES[p], mk)
 
     def _lifecycle(self, kind: str, m: re.Match[str], ln: Line) -> None:
         start = self._start
         if kind == "started":
             if start.output or start.ended:
                 start = self._new_start()
-            if not start.evidence:
-                start.evidence = True
+            if start.life is Life.EMPTY:
+                start.life = Life.LOADING
                 start.first = self._mark("starting", ln)
             return
         if kind == "exited":
-            start.evidence = True
+            main = m.group(0)[:1] in "Mm"
+            if main and start.exited:
+                # A second "Main process exited" with no "Started" between (a grep of the journal):
+                # another start ended.
+                start = self._new_start()
+            if start.life is Life.EMPTY:
+                start.life = Life.LOADING
             start.ended = True
+            start.exited = start.exited or main
             code, status = m.group("code"), m.group("status")
             if code == "exited" and status == "0":
                 return
             if code == "killed" and start.stopping:
-                start.stopped = True
+                if not start.failed:
+                    start.life = Life.STOPPED
                 return
             self._fail(start, _EXIT_CAUSE.get(code, "exit_code"), 1, ln, None)
         elif kind == "result":
@@ -707,56 +1256,88 @@ class StartupReader:
             if start.evidence:
                 self._fail(start, "start_limit", 1, ln, None)
         elif kind == "stopping":
+            if start.life is Life.EMPTY:
+                start.life = Life.LOADING  # a start seen only as it is stopped is still a start
             start.stopping = True
         elif kind in ("stopped", "deactivated"):
+            if start.life is Life.EMPTY and start.stopping:
+                start.life = Life.LOADING
             if start.evidence:
                 start.ended = True
                 if start.stopping and not start.failed:
-                    start.stopped = True
+                    start.life = Life.STOPPED
 
     # --- reading -------------------------------------------------------------------------------------
 
-    def reading(self) -> Reading:
-        """What is known so far about the last start (pure: does not change the reader)."""
-        start = self._start
-        starts = self._starts + (1 if start.evidence else 0)
-        cur = start  # the last start; an empty one after an end reads as the fresh start it is
+    def reading(self, ended: bool = False) -> Reading:
+        """What is known so far about the last start (pure: does not change the reader).
+
+        Args:
+            ended: the log has ended (a saved file read to its end) or the process is known to be
+                gone (systemd says the unit is not running): a loading start whose last error-level
+                suspect nothing recovered has then failed. Live, a suspect is only a suspect.
+        """
+        if ended and self._json:
+            clone = copy.deepcopy(self)  # a record still being rejoined: read its pieces as text
+            clone._flush_json()
+            return clone.reading(ended=True)
+        if self._subs:
+            name, sub = self._engine_service()
+            r = sub.reading(ended)
+            return dataclasses.replace(r, lines=self.lines, bad_lines=self.bad_lines,
+                                       service=_COMPOSE_INDEX_RE.sub("", name) if len(self._subs) > 1 else None)
+        cur = self._start
+        starts = self._starts + (1 if cur.evidence else 0)
+        failed, fail_phase, fail_mark = cur.failed, cur.fail_phase, None
+        if not failed and ended and cur.life is not Life.STOPPED and self._unrecovered(cur):
+            failed = True
+            fail_phase, fail_mark = self._fail_point(cur)
         streak = self._streak
-        if cur.ready:
-            streak = 1 if cur.failed else 0
-        elif cur.failed:
+        if cur.served:
+            streak = 1 if failed else 0
+        elif failed:
             streak += 1
             # Only this start is in the log, but "restart counter is at N" says systemd restarted it
             # before: the earlier failures happened where the log does not reach.
             if self._starts == 0 and (self._restart_counter or 0) >= 2 and not self._ever_ready:
                 streak = max(streak, 2)
-        if cur.failed:
-            state = "failed"
-            phase_i = cur.fail_phase
-        elif cur.stopped:
-            state = "stopped"
-            phase_i = cur.host_phase()
+        if failed:
+            state, phase_i = "failed", fail_phase
+        elif cur.life is Life.STOPPED:
+            state, phase_i = "stopped", cur.host_phase()
         elif cur.ready:
             state, phase_i = "ready", _READY
         else:
-            state = "loading"
-            phase_i = cur.host_phase()
-        marks = sorted(cur.marks.values(), key=lambda mk: mk.line)
+            state, phase_i = "loading", cur.host_phase()
+        marks = list(cur.marks.values())
+        if fail_mark is not None and fail_mark.phase not in cur.marks:
+            marks.append(fail_mark)
+        marks.sort(key=lambda mk: mk.line)
         if not marks:
             first = cur.first
             marks = [first] if first is not None else []
             phase_i = _STARTING
         phase = PHASES[phase_i] if phase_i >= 0 else "starting"
-        if state == "loading" and phase_i < 0:
-            phase = "starting"
         phases = self._phase_marks(marks)
         progress = None
         if cur.last_bar_phase is not None:
             same = [b for b in cur.bars.values() if b[0] == cur.last_bar_phase]
             ph, done, total = min(same, key=lambda b: (b[1] / b[2]) if b[2] else 0.0)
             progress = Progress(ph, done, total)
-        err = cur.error if cur.error is not None else self._last_failure
+        err = cur.error if failed and cur.error is not None else self._last_failure
         error = None if err is None else ErrorLine(err.line, err.text, err.cause, err.hint)
+        suspect = None
+        if not failed and cur.error is not None and cur.suspects:
+            s = cur.error
+            suspect = ErrorLine(s.line, s.text, s.cause, s.hint)
+        hint = ""
+        if failed and cur.error is not None:
+            hint = cur.error.hint
+            if self._gave_up and cur.error.cause != "start_limit":
+                hint = f"{hint} systemd has stopped restarting it (start limit): " \
+                       f"`systemctl reset-failed` the unit after the fix."
+        failed_now = [self._failed_start(cur, fail_phase)] if failed else []
+        began = _resolve(cur.first) if cur.first is not None else None
         return Reading(
             engine=self._engine or "unknown",
             state=state,
@@ -764,8 +1345,8 @@ class StartupReader:
             phases=phases,
             progress=progress,
             error=error,
-            cause=cur.error.cause if cur.failed and cur.error else None,
-            hint=self._hint(cur),
+            cause=cur.error.cause if failed and cur.error else None,
+            hint=hint,
             starts=starts,
             restart_loop=streak >= 2,
             restart_counter=self._restart_counter,
@@ -773,21 +1354,14 @@ class StartupReader:
             lines=self.lines,
             bad_lines=self.bad_lines,
             last_line=self._last_line,
-            began=_resolve(cur.first)[0] if cur.first is not None and _resolve(cur.first) else None,
-            failed_starts=tuple(([] if cur.ready else self._streak_starts)
-                                + ([self._failed_start(cur)] if cur.failed else [])),
+            began=began[0] if began else None,
+            failed_starts=tuple(([] if cur.served else self._streak_starts) + failed_now),
             model=cur.model,
             args_hash=cur.args_hash,
             port=cur.port,
+            suspect=suspect,
+            suspects=tuple(Suspect(s.line, s.text, s.cause, s.low) for s in cur.suspects),
         )
-
-    def _hint(self, cur: _Start) -> str:
-        if not (cur.failed and cur.error):
-            return ""
-        if self._gave_up and cur.error.cause != "start_limit":
-            return f"{cur.error.hint} systemd has stopped restarting it (start limit): " \
-                   f"`systemctl reset-failed` the unit after the fix."
-        return cur.error.hint
 
     def _phase_marks(self, marks: list[_Mark]) -> tuple[PhaseMark, ...]:
         times = [_resolve(mk) for mk in marks]
@@ -845,15 +1419,14 @@ def _resolve(mk: _Mark) -> tuple[str, datetime | None] | None:
         elif nxt is not None:
             year = nxt[1] - (1 if st.month > nxt[2] + 6 else 0)
     if year is None:
-        text = f"--{st.month:02d}-{st.day:02d}T{st.hms}{st.tz}"
-        try:
-            dt = datetime(2000, st.month, st.day, *map(int, st.hms.split(":")))
-        except ValueError:
-            dt = None
-        return text, dt
-    text = f"{year:04d}-{st.month:02d}-{st.day:02d}T{st.hms}{st.tz}"
+        return f"--{st.month:02d}-{st.day:02d}T{st.hms}{st.tz}", _datetime(2000, st)
+    return f"{year:04d}-{st.month:02d}-{st.day:02d}T{st.hms}{st.tz}", _datetime(year, st)
+
+
+def _datetime(year: int, st: Stamp) -> datetime | None:
+    """The stamp as a naive datetime in ``year``, or None for a date that does not exist."""
+    h, m, s = (int(x) for x in st.hms.split(":"))
     try:
-        dt = datetime(year, st.month, st.day, *map(int, st.hms.split(":")))
+        return datetime(year, st.month, st.day, h, m, s)
     except ValueError:
-        dt = None
-    return text, dt
+        return None

@@ -305,6 +305,8 @@ class HostState:
         starts: starts seen in the journal.
         error: the decisive error line (its ``line`` is a :attr:`LogEntry.seq`), or None.
         failed_at: when the decisive error line was written (epoch seconds), or None.
+        suspect: while the current start has not failed, the line that looks most like a failure
+            of it (no proof yet that the process ended: a live card shows it as a warning), or None.
         cause: the failed start's cause id, or None. hint: one line to act on, or "".
         gpus: the last GPU sample, or None before any.
         gpu_apps: the processes holding GPU memory at the last look (every few seconds), or None
@@ -360,6 +362,7 @@ class HostState:
     starts: int = 0
     error: ErrorLine | None = None
     failed_at: float | None = None
+    suspect: ErrorLine | None = None
     cause: str | None = None
     hint: str = ""
     gpus: GpuReading | None = None

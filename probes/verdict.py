@@ -30,6 +30,8 @@ CAUSE_WORDS = {
     "insufficient_free_memory": "GPU memory held by another process", "exit_code": "exit with error status",
     "signal": "killed by a signal", "core_dump": "native crash (core dump)",
     "start_limit": "start limit hit", "engine_died": "engine process died", "unknown": "an error",
+    "gpu_arch": "no kernels for this GPU architecture", "bad_config": "invalid arguments or configuration",
+    "dist_timeout": "ranks could not meet (rendezvous/handshake)",
 }
 
 #: Seconds without a new log line (and without a GPU memory change or growth of the download,
@@ -238,6 +240,13 @@ def verdict_for(s: HostState, now: float, stall_after: Mapping[str, float] | Non
         words, ev = _orphan_words(orphans)
         return Verdict("warning", kind="gpu_orphans", sentence=f"GPU memory held outside the unit: {words}.",
                        evidence=tuple(ev))
+    if s.state == "loading" and s.suspect is not None:
+        # A line that looks like a failure, with no proof yet that the process ended: said as a
+        # possibility, with the line, never as the start's fate.
+        sus = s.suspect
+        return Verdict("warning", kind="suspect",
+                       sentence=f"Possible failure: {cause_words(sus.cause)} logged; the process has not ended (yet).",
+                       evidence=(f"suspect line: {sus.text[:160]}",))
     if s.state == "loading" and s.last_log_at is not None:
         grew_at = s.download.grew_at if s.download is not None else None  # a silent download that grows
         last = max(t for t in (s.last_log_at, s.gpu_changed_at, grew_at) if t is not None)

@@ -9,7 +9,7 @@ import sys
 from conftest import LOGS
 
 KEYS = ["engine", "state", "phase", "phases_seen", "phases", "progress", "error", "cause", "hint", "starts",
-        "restart_loop"]
+        "restart_loop", "suspects", "service"]
 
 
 def _upwatch(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:

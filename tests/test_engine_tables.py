@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from probes.engines import CAUSES, ENGINES, PHASES, _detect_only, matcher_for
+from probes.engines import CAUSES, ENGINES, PHASES, _detect_only, frame_matcher_for, matcher_for
 from probes.engines import common
 from probes.engines.base import Rule, derive_keys
 from probes.reader import StartupReader
@@ -17,7 +17,10 @@ ALL_RULES = [(None, r) for r in common.RULES] + [(name, r) for name, e in ENGINE
 def test_every_rule_matches_its_example_through_the_matcher(engine, rule) -> None:
     assert rule.example, "every rule carries a real example line"
     # Detection-only rules matter only while the engine is unknown; the rest hold once it is known.
-    matcher = matcher_for(None) if _detect_only(rule) else matcher_for(engine or "vllm")
+    if rule.frame:  # frame rules run on traceback frames and their source lines only
+        matcher = frame_matcher_for(engine)
+    else:
+        matcher = matcher_for(None) if _detect_only(rule) else matcher_for(engine or "vllm")
     hits = matcher.match(rule.example)
     assert rule in [r for r, _ in hits], f"key words {rule.keys} do not select {rule.pattern!r}"
 
@@ -48,10 +51,11 @@ def test_phase_and_cause_ids_are_canonical() -> None:
 
 
 def _read(lines: list[str], engine: str | None = None):
+    """The reading of a log of these lines that ends there (as ``upwatch replay`` reads a file)."""
     reader = StartupReader(engine)
     for line in lines:
         reader.feed(line)
-    return reader.reading()
+    return reader.reading(ended=True)
 
 
 def test_a_phase_is_the_hosts_only_when_every_rank_has_reached_it() -> None:

@@ -17,8 +17,8 @@ CASES = log_cases()
 
 
 def test_there_are_enough_fixtures() -> None:
-    # 23 shared + 18 of our own; a glob that silently matched nothing would make the table vacuous.
-    assert len(CASES) >= 41
+    # 23 shared + 63 of our own; a glob that silently matched nothing would make the table vacuous.
+    assert len(CASES) >= 86
 
 
 @pytest.mark.parametrize("log", CASES, ids=lambda p: p.stem)
@@ -34,6 +34,7 @@ def test_fixture_reading(log) -> None:
     assert got["starts"] == expected["starts"]
     assert got["restart_loop"] == expected["restart_loop"]
     assert got["progress"] == expected["progress"]
+    assert got["service"] == expected.get("service")
     if expected["error_line"] is None:
         assert got["error"] is None
     else:

@@ -109,5 +109,5 @@ def test_tabs_read_the_same_through_bytes_and_text() -> None:
     a, b = StartupReader(), StartupReader()
     a.feed_bytes(b"KeyError:\t'BLOCK_SIZE_M'")
     b.feed("KeyError:\t'BLOCK_SIZE_M'")
-    assert a.reading() == b.reading()
-    assert a.reading().error.text == "KeyError:    'BLOCK_SIZE_M'"
+    assert a.reading(ended=True) == b.reading(ended=True)
+    assert a.reading(ended=True).error.text == "KeyError:    'BLOCK_SIZE_M'"

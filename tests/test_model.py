@@ -350,3 +350,33 @@ def test_a_start_by_hand_begins_a_new_count_of_failed_starts():
     assert [f.cause for f in s.failed_starts] == ["cuda_oom"]  # only the start after the hand start
     assert not s.restart_loop and s.state == "failed"
     assert s.verdict is not None and s.verdict.kind != "restart_loop"
+
+
+def _journal_line(text: str, t_us: int, pid: int = 4242) -> bytes:
+    """A ``journalctl -o json`` record of the server's own output, as journald writes it."""
+    import json
+
+    return json.dumps({"__REALTIME_TIMESTAMP": str(t_us), "_PID": str(pid), "SYSLOG_IDENTIFIER": "python3",
+                       "_SYSTEMD_UNIT": "vllm.service", "MESSAGE": text}).encode()
+
+
+def test_a_suspect_is_a_warning_live_and_the_failure_once_systemd_says_the_process_is_gone():
+    # derived: vLLM V0 lines through the journal; a bare exception line, no traceback, no exit line yet.
+    m = HostModel("gpu-node-1", "vllm.service")
+    m.apply(dataclasses.replace(_unit(active="active", sub="running"), unit="vllm.service"))
+    for i, text in enumerate(["INFO 05-04 14:43:16 api_server.py:151] vLLM API server version 0.6.3",
+                              "INFO 05-04 14:43:20 model_runner.py:173] Loading model weights took 14.9595 GB",
+                              "ValueError: No available memory for the cache blocks."]):
+        m.apply(parse_record(_journal_line(text, 1_746_369_796_000_000 + i * 1_000_000)))
+    live = m.state(now=1746369800.0)
+    assert (live.state, live.cause) == ("loading", None)
+    assert live.suspect is not None and live.suspect.cause == "cuda_oom"
+    assert live.verdict is not None and (live.verdict.level, live.verdict.kind) == ("warning", "suspect")
+    assert live.verdict.sentence == "Possible failure: CUDA out of memory logged; the process has not ended (yet)."
+    assert "No available memory" in live.verdict.evidence[0]
+    # systemd says the process is gone (no journal line says so yet): the suspect was the end.
+    m.apply(dataclasses.replace(_unit(active="failed", sub="failed"), unit="vllm.service", time=101.0))
+    gone = m.state(now=1746369801.0)
+    assert (gone.state, gone.phase, gone.cause) == ("failed", "init", "cuda_oom")
+    assert gone.suspect is None and gone.error is not None and "No available memory" in gone.error.text
+    assert gone.verdict is not None and gone.verdict.kind == "failed"

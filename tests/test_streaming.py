@@ -1,7 +1,8 @@
 """The reader is incremental: after line k it says exactly what it says of the file cut after line k.
 
-There is no look-ahead and no end-of-file step, so the dashboard can feed it live journal lines and
-show each reading as it comes.
+There is no look-ahead. A file's reading is ``reading(ended=True)`` (the log ends there: a suspect
+nothing recovered is then a failure); after line k the reader gives exactly that reading of the file
+cut after line k, so the dashboard can feed it live journal lines and show each reading as it comes.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import io
 
 import pytest
 
-from conftest import LOGS, EXTRA_LOGS
+from conftest import EXTRA_LOGS, LOGS, log_cases
 from probes.logfile import read_stream
 from probes.reader import StartupReader
 
@@ -23,7 +24,7 @@ STREAMED = [LOGS / "sglang-ok-03.log", LOGS / "sglang-fail-graphcapture-01.log",
 
 def _readings_as_you_go(data: bytes) -> list:
     seen = []
-    read_stream(io.BytesIO(data), on_line=lambda r: seen.append(r.reading()))
+    read_stream(io.BytesIO(data), on_line=lambda r: seen.append(r.reading(ended=True)))
     return seen
 
 
@@ -38,6 +39,36 @@ def test_reading_after_line_k_equals_reading_of_file_cut_after_k(log) -> None:
     for k in range(1, len(lines) + 1):
         cut = b"\n".join(lines[:k]) + b"\n"
         assert read_stream(io.BytesIO(cut)) == streamed[k - 1], f"differs after line {k}"
+
+
+@pytest.mark.parametrize("log", log_cases(), ids=lambda p: p.stem)
+def test_every_fixture_streams_as_it_reads_cut(log) -> None:
+    """Every fixture, at up to 60 cut points spread over it (every line of a short one): the reading
+    after line k is the reading of the file cut after line k."""
+    data = log.read_bytes()
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    streamed = _readings_as_you_go(data)
+    assert len(streamed) == len(lines)
+    step = max(1, len(lines) // 60)
+    for k in sorted({*range(1, len(lines) + 1, step), len(lines)}):
+        cut = b"\n".join(lines[:k]) + b"\n"
+        assert read_stream(io.BytesIO(cut)) == streamed[k - 1], f"differs after line {k}"
+
+
+def test_a_live_reading_differs_from_an_ended_one_only_in_what_is_proven() -> None:
+    """Live (the process not known to be gone) a suspect stays a suspect: the state is loading, the
+    suspect is named; the same lines as a finished log read failed, with it as the decisive line."""
+    lines = (LOGS / "vllm-fail-pythonh-01.log").read_bytes().split(b"\n")
+    reader = StartupReader()
+    for raw in lines:
+        reader.feed_bytes(raw)
+    live, ended = reader.reading(), reader.reading(ended=True)
+    assert (live.state, live.cause) == ("loading", None)
+    assert live.suspect is not None and live.suspect.cause == "missing_python_h"
+    assert (ended.state, ended.cause, ended.error.line) == ("failed", "missing_python_h", live.suspect.line)
+    assert ended.phases_seen == live.phases_seen
 
 
 def test_vllm_port_in_use_reads_ready_then_failed() -> None:

@@ -22,7 +22,8 @@ ENGINES: dict[str, Engine] = {
 IDENTS: dict[str, str] = {ident: e.name for e in ENGINES.values() for ident in e.idents}
 
 __all__ = ["ENGINES", "IDENTS", "PHASES", "PHASE_INDEX", "CAUSES", "CAUSE_STRENGTH", "DEFAULT_HINTS",
-           "Engine", "Rule", "BarLabel", "Matcher", "matcher_for", "bars_for", "hint_for"]
+           "Engine", "Rule", "BarLabel", "Matcher", "matcher_for", "frame_matcher_for", "bars_for", "hint_for",
+           "EMBEDS"]
 
 
 def _detect_only(rule: Rule) -> bool:
@@ -51,12 +52,28 @@ def matcher_for(name: str | None, committed: bool = True) -> Matcher:
         KeyError: for an engine id not in :data:`ENGINES`.
     """
     committed = committed and name is not None
-    rules = [r for r in common.RULES if not (committed and _detect_only(r))]
+    rules = [r for r in common.RULES if not r.frame and not (committed and _detect_only(r))]
     if name is not None:
-        rules += [r for r in ENGINES[name].rules if not (committed and _detect_only(r))]
+        rules += [r for r in ENGINES[name].rules if not r.frame and not (committed and _detect_only(r))]
     if name is None or not committed:
-        rules += [r for e in ENGINES.values() if e.name != name for r in e.rules if r.detect]
+        rules += [r for e in ENGINES.values() if e.name != name for r in e.rules if r.detect and not r.frame]
+    else:
+        # An engine that embeds this one (Ollama runs llama.cpp) can still be recognised.
+        rules += [r for e in ENGINES.values() if EMBEDS.get(e.name) == name for r in e.rules
+                  if r.detect and not r.frame]
     return Matcher(_ordered(rules))
+
+
+#: Engines that run another inside them: Ollama's runner is llama.cpp, whose lines it passes on.
+EMBEDS: dict[str, str] = {"ollama": "llamacpp"}
+
+
+@cache
+def frame_matcher_for(name: str | None) -> Matcher:
+    """The matcher for traceback frames and the source lines under them (rules with ``frame``):
+    the functions and files that place a failure in a phase, the engine's own first."""
+    rules = [r for r in ENGINES[name].rules if r.frame] if name is not None else []
+    return Matcher(rules + [r for r in common.RULES if r.frame])
 
 
 @cache

@@ -29,7 +29,8 @@ PHASE_INDEX: dict[str, int] = {p: i for i, p in enumerate(PHASES)}
 CAUSE_STRENGTH: dict[str, int] = {
     "cuda_oom": 4, "host_oom_killed": 4, "nccl": 4, "port_in_use": 4, "missing_python_h": 4,
     "shared_library": 4, "model_not_found": 4, "hub_download": 4, "tokenizer": 4,
-    "unsupported_model": 4, "insufficient_free_memory": 4,
+    "unsupported_model": 4, "insufficient_free_memory": 4, "gpu_arch": 4, "bad_config": 4,
+    "dist_timeout": 4,
     "unknown": 3, "engine_died": 2,
     "exit_code": 1, "signal": 1, "core_dump": 1, "start_limit": 1,
 }
@@ -59,6 +60,14 @@ DEFAULT_HINTS: dict[str, str] = {
                          "engine or check `architectures` in the model's config.json.",
     "insufficient_free_memory": "Another process already holds GPU memory: find it with nvidia-smi "
                                 "and stop it, or lower the memory fraction.",
+    "gpu_arch": "This build has no kernels for this GPU (its architecture, sm_XX, is too new or too old "
+                "for the wheel, or a kernel/feature needs a newer GPU): use a build for this GPU's "
+                "compute capability, or turn the feature off (attention backend, FP8, quantization).",
+    "bad_config": "The engine refused its arguments or configuration: fix the option the line names "
+                  "(see the engine's --help for what it accepts) and start it again.",
+    "dist_timeout": "The ranks could not meet (rendezvous, TCPStore or Gloo handshake failed or timed "
+                    "out): check that every node and rank started, the master address and port are "
+                    "reachable from each, and the network interface (GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME).",
     "exit_code": "The process exited with an error status; the lines before the exit hold the cause.",
     "signal": "The process was killed by a signal (SGLang kills itself with SIGKILL after a startup "
               "error, so read the lines before it).",
@@ -122,6 +131,13 @@ class Rule:
             ``KeyboardInterrupt``): a start that did not fail reads as stopped.
         progress: the pattern's ``done`` and ``total`` groups are progress in ``phase`` (for
             counters that are not tqdm bars, e.g. TGI's ``Download: [1/4]``).
+        frame: the pattern names functions or files of a traceback frame (``in
+            capture_one_batch_size``, ``model_loader/``): it matches only on frame lines, and
+            ``phase`` is then the phase in which a failure under that frame happened (it does not
+            move the live phase).
+        terminal: the line itself says the process ends or cannot go on (an engine's death line,
+            a signal, a native crash, a server that could not bind): the start has failed, not
+            just a suspect.
         lifecycle: a systemd event (``started``, ``exited``, ``result``, ``restart``, ``stopping``,
             ``stopped``, ``deactivated``, ``job_failed``, ``gave_up``); only lines written by systemd
             match these.
@@ -145,6 +161,8 @@ class Rule:
     progress: bool = False
     ends: bool = False
     completes: bool = False
+    frame: bool = False
+    terminal: bool = False
     lifecycle: str | None = None
     flags: int = 0
     example: str = ""
@@ -190,6 +208,8 @@ class Engine:
         bars: bar labels specific to the engine (common ones live in ``common.py``).
         hints: per-cause hints naming the engine's own flags.
         idents: syslog identifiers that prove the engine (``ollama``).
+        dots: the phase of a line of dots only (llama.cpp's ``load_tensors`` prints one dot per
+            chunk of tensors it loads), or None.
         prefix_flavors: line-prefix styles (from :mod:`probes.logline`) that hint at the engine, as
             ``{flavor: weak}``.
     """
@@ -200,6 +220,7 @@ class Engine:
     bars: tuple[BarLabel, ...] = ()
     hints: dict[str, str] = field(default_factory=dict)
     idents: tuple[str, ...] = ()
+    dots: str | None = None
 
 
 _NO_HITS: list = []

@@ -14,6 +14,7 @@ ENGINE = Engine(
     name="llamacpp",
     label="llama.cpp",
     idents=("llama-server",),
+    dots="weights",
     hints={
         "cuda_oom": "GPU memory ran out: offload fewer layers (-ngl), shrink the context (-c), use a "
                     "smaller quantization, or split across GPUs (--tensor-split).",

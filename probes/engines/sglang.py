@@ -35,7 +35,7 @@ ENGINE = Engine(
              cause="unknown", strength=2,
              example="[2026-05-08 14:34:42 TP3] Scheduler hit an exception: Traceback (most recent call last):"),
         Rule(r"Received sigquit from a child process|Child process unexpectedly failed",
-             keys=("sigquit", "unexpectedly"), cause="engine_died",
+             keys=("sigquit", "unexpectedly"), cause="engine_died", terminal=True,
              example="Received sigquit from a child process. It usually means the child failed."),
         Rule(r"Initialization failed\. warmup error", keys=("warmup",), cause="unknown", strength=2,
              example="Initialization failed. warmup error: Traceback (most recent call last):"),
@@ -51,11 +51,22 @@ ENGINE = Engine(
              example="Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, avail mem=6.09 GB"),
         Rule(r"KV Cache is allocated|Memory pool end|Using KV cache dtype", keys=("cache", "pool"),
              phase="init", example="KV Cache is allocated. #tokens: 46611, K size: 1.42 GB, V size: 1.42 GB"),
-        Rule(r"Capture (?:cuda|piecewise cuda|CUDA) graph end", keys=("capture",), phase="graph_capture",
+        # Speculative decoding adds stages ("Capture draft cuda graph begin", "Capture draft extend
+        # cuda graph end"); the words between "Capture" and "cuda graph" name the stage.
+        Rule(r"Capture (?:[\w-]+ ){0,3}(?:cuda|CUDA) graph end", keys=("capture",), phase="graph_capture",
              completes=True, example="Capture cuda graph end. Time elapsed: 7.23 s. avail mem=0.53 GB."),
-        Rule(r"Capture (?:cuda|piecewise cuda|CUDA) graph (?:begin|bs)", keys=("capture",),
+        Rule(r"Capture (?:[\w-]+ ){0,3}(?:cuda|CUDA) graph (?:begin|bs)", keys=("capture",),
              phase="graph_capture", detect="sglang",
              example="Capture cuda graph begin. This can take up to several minutes. avail mem=1.45 GB"),
+        Rule(r"Capture (?:[\w-]+ ){0,3}(?:cuda|CUDA) graph failed", keys=("capture",), phase="graph_capture",
+             cause="unknown", strength=3,
+             example="Exception: Capture cuda graph failed: CUDA error: out of memory"),
+        Rule(r"Scheduler watchdog timeout|watchdog timeout \(self\.watchdog_timeout", keys=("watchdog",),
+             cause="unknown", strength=3, terminal=True,
+             hint="SGLang's scheduler watchdog found one batch running longer than --watchdog-timeout and "
+                  "killed the server: a hang (a stuck NCCL collective, a kernel that never returns) or a very "
+                  "slow first batch; raise --watchdog-timeout to tell which.",
+             example="Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)"),
         Rule(r"Started server process|Waiting for application startup|Application startup complete|"
              r"Uvicorn running on", keys=("started", "waiting", "startup", "uvicorn"), phase="warmup",
              example="INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)"),

@@ -51,8 +51,10 @@ ENGINE = Engine(
              example="download: text_generation_launcher: Starting check and download process for /models/x"),
         Rule(r"Starting shard|Waiting for shard to be ready", keys=("shard",), phase="weights",
              example="shard-manager: text_generation_launcher: Starting shard rank=0"),
-        Rule(r"Starting Webserver|Warming up model|KV-cache blocks|Setting max batch total tokens",
-             keys=("webserver", "warming", "blocks", "setting"), phase="init",
+        # The router's warm-up RPC ("warmup{max_input_length=...}:warmup: ...") is init too.
+        Rule(r"Starting Webserver|Warming up model|KV-cache blocks|Setting max batch total tokens|"
+             r"^warmup\{[^}]{0,300}\}",
+             keys=("webserver", "warming", "blocks", "setting", "warmup"), phase="init",
              example="text_generation_launcher: Starting Webserver"),
         Rule(r"Cuda Graphs are enabled for sizes", keys=("graphs",), phase="graph_capture",
              example="text_generation_launcher: Cuda Graphs are enabled for sizes [32, 16, 8, 4, 2, 1]"),

@@ -12,6 +12,8 @@ port, so a bind error right after it takes it back (``vllm-fail-port-01``).
 
 from __future__ import annotations
 
+import re
+
 from probes.engines.base import Engine, Rule
 
 ENGINE = Engine(
@@ -38,6 +40,17 @@ ENGINE = Engine(
              keys=("engine", "enginedeaderror", "died"), cause="engine_died", detect="vllm",
              example="RuntimeError: Engine core initialization failed. See root cause above. "
                      "Failed core proc(s): {}"),
+        # A process's own words that it failed, before its traceback (whose exception line, when
+        # it comes, is more decisive).
+        Rule(r"(?:WorkerProc|EngineCore|Worker) (?:hit an exception|encountered a fatal error)",
+             keys=("workerproc", "enginecore", "worker"), cause="unknown", strength=2,
+             example="(Worker_TP2 pid=99) ERROR 04-09 20:31:10 [multiproc_executor.py:949] WorkerProc hit an exception."),
+        Rule(r"(?:WorkerProc|EngineCore) failed to start", keys=("workerproc", "enginecore"), cause="unknown",
+             strength=2, terminal=True,
+             example="(Worker_TP0 pid=2712) ERROR 01-02 10:00:00 [multiproc_executor.py:743] WorkerProc failed to start."),
+        # The plugin loader logs a plugin that fails to import with its traceback and goes on without it.
+        Rule(r"Failed to load plugin ", keys=("failed",), benign=True,
+             example="ERROR 10-20 11:18:05 [__init__.py:54] Failed to load plugin register_paddlex_genai_models"),
         Rule(r"Exception in worker \S+ while processing method", keys=("exception",), cause="unknown",
              strength=2, example="Exception in worker VllmWorkerProcess while processing method "
                                  "determine_num_available_blocks: boom"),
@@ -61,26 +74,33 @@ ENGINE = Engine(
         Rule(r"Loading model weights took|Loading weights took|Model loading took", keys=("loading", "model"),
              phase="weights", completes=True, detect="vllm",
              example="Loading model weights took 14.9595 GB"),
-        Rule(r"Starting profile run|[Mm]emory profiling|determine_num_available_blocks|profile_run|"
-             r"initialize_kv_cache|# (?:GPU|CUDA) blocks:|Available KV cache memory|"
+        # Function names (profile_run, initialize_kv_cache) are frames, not messages: a warning may
+        # list them (the frame rules in common.py place a failure under them).
+        Rule(r"Starting profile run|[Mm]emory profiling|# (?:GPU|CUDA) blocks:|Available KV cache memory|"
              r"GPU KV cache size|for vLLM's torch\.compile|Dynamo bytecode transform time|"
              r"torch\.compile takes|Encoder cache will be initialized|Maximum concurrency for",
              keys=("profile", "profiling", "blocks", "available", "cache", "compile", "dynamo",
-                   "encoder", "maximum", "determine_num_available_blocks", "profile_run",
-                   "initialize_kv_cache"),
+                   "encoder", "maximum"),
              phase="init", example="Available KV cache memory: 10.14 GiB"),
         Rule(r"Graph capturing finished", keys=("capturing",), phase="graph_capture", completes=True,
              example="Graph capturing finished in 5 secs."),
-        Rule(r"Capturing (?:the model for )?CUDA graph|Capturing cudagraph|CUDA graphs can take additional",
-             keys=("capturing", "graphs"), phase="graph_capture",
+        Rule(r"Capturing (?:a |the model for )?(?:CUDA ?graphs?|cudagraphs?)|CUDA graphs can take additional",
+             keys=("capturing", "graphs"), phase="graph_capture", flags=re.IGNORECASE,
              example="Capturing the model for CUDA graphs. This may lead to unexpected consequences."),
         Rule(r"Starting vLLM (?:API )?server|Available routes are|Route: /", keys=("starting", "available",
              "route"), phase="warmup", detect="vllm", example="Starting vLLM API server 0 on http://0.0.0.0:8000"),
-        Rule(r"Started server process|Waiting for application startup|Supported tasks:|Warming up ",
+        # "Warming up chat template processing...", not the per-shape "Warming up 1/1 for shape 272"
+        # that graph capture logs at DEBUG.
+        Rule(r"Started server process|Waiting for application startup|Supported tasks:|Warming up (?!\d)",
              keys=("started", "waiting", "supported", "warming"), phase="warmup",
              example="INFO:     Started server process [11980]"),
         Rule(r"Application startup complete", keys=("startup",), ready=True, provisional=True,
              example="INFO:     Application startup complete."),
+        # The engine's periodic stats are printed only while it serves: an excerpt that begins there
+        # is of a start that was ready.
+        Rule(r"Avg prompt throughput: [\d.]+ tokens/s", keys=("avg",), ready=True, confirm=True,
+             example="(APIServer pid=3478) INFO 10-16 16:27:51 [loggers.py:127] Engine 000: Avg prompt throughput: "
+                     "393.0 tokens/s, Avg generation throughput: 16.0 tokens/s"),
         Rule(r"Uvicorn running on", ready=True, confirm=True,
              example="INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)"),
     ),
