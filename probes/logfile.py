@@ -14,6 +14,7 @@ than that; invalid UTF-8 is replaced, never fatal. Every way a log can be unread
 
 from __future__ import annotations
 
+import io
 import itertools
 import os
 import shutil
@@ -26,6 +27,7 @@ from probes.reader import Reading, StartupReader
 
 #: Bytes read per ``readline`` call; a longer line is read in pieces and only its start is kept.
 MAX_READ = 1024 * 1024
+_BLOCK = 256 * 1024
 _JOURNAL_MAGIC = b"LPKSHHRH"
 _SNIFF = 8192
 
@@ -45,9 +47,56 @@ def iter_lines(stream: BinaryIO) -> Iterator[bytes]:
     * a run of NUL bytes (the hole ``logrotate copytruncate`` leaves) is skipped, so the text after
       it starts the line.
 
-    A last line without ``\\n`` is yielded too.
+    A last line without ``\\n`` is yielded too. Lines are cut from blocks of :data:`_BLOCK` bytes
+    (a long line is read the line-by-line way, :func:`_readline_lines`).
     """
-    readline = stream.readline
+    read = getattr(stream, "read1", None) or stream.read
+    pending = b""
+    while True:
+        block = read(_BLOCK)
+        if not block:
+            if pending:
+                yield pending  # the last line, without a newline
+            return
+        data = pending + block if pending else block
+        lines = data.split(b"\n")
+        pending = lines.pop()  # the line not ended yet
+        for line in lines:
+            if len(line) >= MAX_READ:
+                yield next(_readline_lines(io.BytesIO(line + b"\n").readline))
+            else:
+                yield line
+        if len(pending) >= MAX_READ:
+            # A line longer than the reading bound, its end not yet read: the rest of it is read
+            # line-by-line, from what was read of it, then the stream.
+            yield next(_readline_lines(_Prefixed(pending, stream).readline), b"")
+            pending = b""
+
+
+class _Prefixed:
+    """``readline`` over bytes already read, then the stream they came from."""
+
+    def __init__(self, head: bytes, stream: BinaryIO) -> None:
+        self._head = head
+        self._stream = stream
+
+    def readline(self, size: int) -> bytes:
+        head = self._head
+        if not head:
+            return self._stream.readline(size)
+        nl = head.find(b"\n", 0, size)
+        if nl >= 0:
+            self._head = head[nl + 1:]
+            return head[:nl + 1]
+        if len(head) >= size:
+            self._head = head[size:]
+            return head[:size]
+        self._head = b""
+        return head + self._stream.readline(size - len(head))
+
+
+def _readline_lines(readline: Callable[[int], bytes]) -> Iterator[bytes]:
+    """:func:`iter_lines` the line-by-line way, over ``readline(size)``."""
     while True:
         chunk = readline(MAX_READ)
         while len(chunk) == MAX_READ and chunk[-1:] != b"\n" and not chunk.strip(b"\x00"):

@@ -49,6 +49,7 @@ _COMPOSE_RE = re.compile(r"([A-Za-z0-9][\w.-]*)\s+\| ")
 # Python logging's default format, as a wrapper script prints the engine's output through it:
 # "INFO:tgi-server:        + ..." (level, logger name, message); uvicorn's "INFO:     " is not it.
 _PYWRAP_RE = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.-]+: *")
+_PYWRAP_LEVELS = ("DEBUG:", "INFO:", "WARNING:", "ERROR:", "CRITICAL:")
 # `> ` as people quote a pasted log in an issue or a Markdown file (nested quotes too).
 _QUOTE_RE = re.compile(r"(?:> ?)+(?=\S|$)|>$")
 _SYSLOG_RE = re.compile(
@@ -270,13 +271,15 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
             s = s[m.end():]
             c = s[:1]  # ... --timestamps: the time is read with the wrappers below
     for _ in range(3):  # nested wrappers: `docker logs -t` of a compose service, a time before a time
+        if not (c.isalnum() or c == ">"):
+            break  # "[", "(", " ": no wrapper of these begins so
         before = len(s)
         if c == ">":
             m = _QUOTE_RE.match(s)  # a quoted log inside a wrapper
             if m and m.end() < len(s):
                 s = s[m.end():]
                 c = s[:1]
-        if c.isupper() and ":" in s[4:9]:
+        if c.isupper() and s.startswith(_PYWRAP_LEVELS) and s[s.index(":") + 1:s.index(":") + 2] not in " :":
             m = _PYWRAP_RE.match(s)
             if m and m.end() < len(s):
                 s = s[m.end():]

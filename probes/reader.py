@@ -37,6 +37,8 @@ from probes.logline import MAX_LINE_CHARS, Line, Record, Stamp, decode_record, f
 from probes.identity import identify, listen_port
 
 _STARTING, _DOWNLOAD, _WARMUP, _READY = (PHASE_INDEX[p] for p in ("starting", "download", "warmup", "ready"))
+#: The furthest phase a traceback frame can name (frame rules stop there).
+_LAST_FRAME_PHASE = PHASE_INDEX["graph_capture"]
 
 # "12/345 [", "3.2G/9.9G [" : a tqdm counter with its bracketed timing.
 _BAR_RE = re.compile(r"(?<![\d.])(\d{1,15}(?:\.\d{1,6})?)([kMGT]?)(?:i?B)?/(\d{1,15}(?:\.\d{1,6})?)([kMGT]?)(?:i?B)? \[")
@@ -255,6 +257,9 @@ class Life(enum.Enum):
     STOPPED = "stopped"
 
 
+_EMPTY, _LOADING = Life.EMPTY, Life.LOADING
+
+
 @dataclass(slots=True)
 class _Mark:
     phase: str
@@ -304,7 +309,8 @@ class _Trace:
     mark: _Mark | None = None
     benign: bool = False     # it follows a warning that says the error is harmless
     header: bool = True      # its "Traceback (most recent call last):" line was seen
-    seq: int = 0             # the logical line that began it
+    first: Line | None = None  # the line that began it (its header)
+    loose: int = 0           # unprefixed lines in it that are neither frames nor its exception
 
 
 @dataclass(slots=True)
@@ -398,11 +404,19 @@ class _Hits:
 
 _NO_HITS_LIST: list = []
 
+#: A line's place in its message (see ``StartupReader._context``): (frame, code, top, low, high, trace).
+_Ctx = tuple[bool, bool, bool, bool, bool, "_Trace | None"]
+_CTX_PLAIN: _Ctx = (False, False, False, False, False, None)
+_CTX_LOW: _Ctx = (False, False, False, True, False, None)
+_CTX_HIGH: _Ctx = (False, False, False, False, True, None)
+_CTX_BY_LEVEL: dict[int, _Ctx] = {0: _CTX_PLAIN, -1: _CTX_LOW, 1: _CTX_HIGH}
+
 
 #: Log levels as engines print them, by what they allow: a line logged at a low level is never
 #: terminal by itself; one logged at a high level makes its traceback terminal.
 _LOW_LEVELS = frozenset({"TRACE", "DEBUG", "VERBOSE", "INFO", "NOTICE", "WARN", "WARNING", "D", "I", "W", "V"})
 _HIGH_LEVELS = frozenset({"ERROR", "CRITICAL", "FATAL", "INTERNAL_ERROR", "ERR", "CRIT", "E", "F"})
+_LEVEL_CLASS = {**{lv: -1 for lv in _LOW_LEVELS}, **{lv: 1 for lv in _HIGH_LEVELS}}
 _TRACEBACK = "Traceback (most recent call last)"
 #: Levels of a message that a traceback printed right under it belongs to (``logger.warning(...,
 #: exc_info=True)``, ``logger.exception``); an INFO line before a traceback is a coincidence.
@@ -422,6 +436,12 @@ _UNIT_WORDS = (("ollama", "ollama"), ("sglang", "sglang"), ("vllm", "vllm"), ("t
 #: A hard-wrapped JSON record is rejoined over at most this many physical lines / characters.
 _JSON_MAX_LINES, _JSON_MAX_CHARS = 200, 64 * 1024
 _MAX_SUSPECTS = 64
+#: A harmless warning's message runs on for at most this many unprefixed lines (a list of likely
+#: causes, a path): past them, in a log with no prefixes, failures count again.
+_BENIGN_LINES = 24
+#: A traceback is over after this many unprefixed lines that are neither frames nor an exception
+#: (a multi-line exception message, a chained exception's text, a C++ backtrace after it).
+_TB_LOOSE = 8
 _MAX_SERVICES = 16
 _EMBEDDED = frozenset(_EMBEDS.values())
 _NO_LINE_HINT = ("A traceback began and its exception line has not arrived (or the excerpt ends before "
@@ -432,6 +452,9 @@ def _level_class(level: str | None) -> int:
     """-1 for a low level (DEBUG/INFO/WARNING), 1 for a high one (ERROR/CRITICAL), 0 unknown."""
     if level is None:
         return 0
+    known = _LEVEL_CLASS.get(level)
+    if known is not None:
+        return known
     up = level.upper()
     if up in _LOW_LEVELS:
         return -1
@@ -487,6 +510,7 @@ class StartupReader:
         self._engine = engine
         self._forced = self._committed = engine is not None
         self._matcher = matcher_for(engine, self._committed)
+        self._watching = not self._committed  # engine evidence is still counted
         self._frames = frame_matcher_for(engine)
         self._bars = bars_for(engine)
         self._scores: dict[str, int] = {}
@@ -500,7 +524,7 @@ class StartupReader:
         self._last_failure: _Failure | None = None
         self._restart_counter: int | None = None
         self._gave_up = False
-        self._benign = False
+        self._benign = 0  # lines left of a harmless warning's message (its continuation)
         self._year_prev: tuple[int, int, int] | None = None
         self._await_next: list[_Mark] = []
         # The last timestamped line and the full date before it: the end of the current phase.
@@ -509,7 +533,6 @@ class StartupReader:
         self._after_frame = False
         self._prev_level: tuple[str | None, str | None] | None = None  # (level, process) of a prefixed line before
         self._tb: _Trace | None = None
-        self._seq = 0  # logical lines read (a journal record may hold several)
         self._ever_ready = False
         self._numbered = False
         self._number: int | None = None  # the leading number of the line before, if it had one
@@ -544,7 +567,12 @@ class StartupReader:
             if text:
                 if not self._numbered and text[0].isdigit():
                     self._note_number(text)
-                self._line(parse(lineno, text, numbered=self._numbered), False)
+                ln = parse(lineno, text, numbered=self._numbered)
+                if ln.service is None and self._last_service is None and not self._json and not ln.numbered \
+                        and not text.startswith("{", ln.wrap_end):
+                    self._plain(ln, False)  # the common case: no service to route to, no JSON record
+                else:
+                    self._line(ln, False)
             return
         self.feed(text, lineno)
 
@@ -581,7 +609,7 @@ class StartupReader:
             ln = parse(lineno, frame, stamp=stamp, ident=ident, numbered=self._numbered)
             if i == 0:
                 service = ln.service
-            elif ln.service is None:
+            elif ln.service is None and service is not None:
                 ln.service = service  # a \r frame of a service's line is that service's
             self._line(ln, systemd)
 
@@ -658,7 +686,7 @@ class StartupReader:
     def _line(self, ln: Line, systemd: bool) -> None:
         if ln.numbered:
             self._numbered = True  # grep -n output: every later line has a number to strip
-        if not self._is_sub and (ln.service is not None or self._last_service is not None):
+        if (ln.service is not None or self._last_service is not None) and not self._is_sub:
             if ln.service_depth < self._service_depth and self._last_service is not None:
                 ln.service = None  # only an outer wrapper's prefix: as unprefixed inside it
             self._service_depth = max(self._service_depth, ln.service_depth)
@@ -673,15 +701,37 @@ class StartupReader:
 
     def _plain(self, ln: Line, systemd: bool) -> None:
         """Stages 2 to 4 for one logical line."""
-        self._seq += 1
         msg = ln.msg
-        if msg[:1] in ".[(<…" and _ELISION_RE.match(msg):
+        if len(msg) < 24 and _ELISION_RE.match(msg):
             return  # "...", "[...]": where whoever pasted the log left lines out
-        self._clock(ln)
+        st = ln.stamp
+        if st is not None:  # the year of the nearest full date, and the last timestamped line
+            if st.year is not None:
+                self._year_prev = (ln.lineno, st.year, st.month)
+                if self._await_next:
+                    for mk in self._await_next:
+                        mk.next = self._year_prev
+                    self._await_next.clear()
+            self._last_stamp = (ln.lineno, st, self._year_prev)
         if msg.startswith("░░"):
             return  # `journalctl -x` catalog text explaining the line above
-        frame, code, top, low, high, trace = self._context(ln)
-        hits = self._classify(ln, frame or code)
+        if (self._tb is None and not self._benign and not self._after_frame and "Traceback" not in msg
+                and msg.find('File "', 0, 80) < 0):
+            # The common case, at the cost of a look: a line that is no part of a traceback.
+            if ln.prefixed:
+                self._prev_level = (ln.level, ln.proc)
+                ctx = _CTX_BY_LEVEL[_LEVEL_CLASS.get(ln.level, 0) if ln.level is not None else 0]
+            else:
+                self._prev_level = None
+                ctx = _CTX_PLAIN
+        else:
+            ctx = self._context(ln)
+        if ctx is _CTX_PLAIN and not self._watching:
+            found = self._matcher.match(msg)  # the common case of stage 3, without the call
+            hits = self._hits(found, False, False, msg) if found else None
+        else:
+            tr = ctx[5]
+            hits = self._classify(ln, ctx[0] or ctx[1], tr is not None and tr.phase < _LAST_FRAME_PHASE)
         is_systemd = systemd or (ln.ident is not None and ln.ident in _HOST_IDENTS) or (
             msg[:1] == "k" and msg.startswith("kernel: ")) or (
             ".service" in msg and (_UNIT_MSG_RE.match(msg) is not None or "systemd[" in msg
@@ -698,23 +748,11 @@ class StartupReader:
             return
         if not msg or msg.isspace():
             return
-        self._apply(ln, hits, frame, code, top, low, high, trace)
-
-    def _clock(self, ln: Line) -> None:
-        """Keep the year of the nearest full date and the last timestamped line."""
-        st = ln.stamp
-        if st is not None:
-            if st.year is not None:
-                self._year_prev = (ln.lineno, st.year, st.month)
-                if self._await_next:
-                    for mk in self._await_next:
-                        mk.next = self._year_prev
-                    self._await_next.clear()
-            self._last_stamp = (ln.lineno, st, self._year_prev)
+        self._apply(ln, hits, ctx)
 
     # --- stage 2: context ----------------------------------------------------------------------
 
-    def _context(self, ln: Line) -> tuple[bool, bool, bool, bool, bool, _Trace | None]:
+    def _context(self, ln: Line) -> _Ctx:
         """The line's place in its message: (frame, code, top, low, high, trace).
 
         frame: a traceback's ``File "...", line N`` line; code: the source line under a frame;
@@ -725,9 +763,10 @@ class StartupReader:
         trace: the traceback the line belongs to, or None.
         """
         msg = ln.msg
-        benign = self._benign
-        if benign and (ln.prefixed or msg.startswith(_TRACEBACK)):
-            self._benign = False
+        benign = bool(self._benign)
+        if benign:
+            # A new message, or a traceback, or enough lines: the warning's message is over.
+            self._benign = 0 if ln.prefixed or msg.startswith(_TRACEBACK) else self._benign - 1
         # The line after a traceback's `File "...", line N` is source code, not an error message.
         code = self._after_frame and msg[:1].isspace()
         frame = msg.find('File "', 0, 80) >= 0 and _FRAME_RE.match(msg) is not None
@@ -742,7 +781,7 @@ class StartupReader:
             if ln.level is None and prev is not None and prev[1] == ln.proc and (
                     prev[0] is not None and prev[0].upper() in _INTRODUCES):
                 lvl = _level_class(prev[0])
-            tb = self._tb = _Trace(ln.lineno, lvl < 0, lvl > 0, benign=benign, seq=self._seq)
+            tb = self._tb = _Trace(ln.lineno, lvl < 0, lvl > 0, benign=benign, first=ln)
             return frame, code, False, tb.low, tb.high, tb
         if tb is None:
             if frame:
@@ -759,21 +798,28 @@ class StartupReader:
         if ln.prefixed:
             self._tb = None  # a new message: the traceback is over (its exception line not seen)
             return frame, code, False, own < 0, own > 0, None
+        tb.loose += 1
+        if tb.loose > _TB_LOOSE:
+            # Lines that are neither frames nor an exception (a program that prints no prefix):
+            # the traceback ended without its exception line, or this was never one.
+            self._tb = None
+            return frame, code, False, own < 0, own > 0, None
         return frame, code, False, tb.low, tb.high, tb
 
     # --- stage 3: classify ---------------------------------------------------------------------
 
-    def _classify(self, ln: Line, frame: bool) -> _Hits | None:
+    def _classify(self, ln: Line, frame: bool, frames: bool = True) -> _Hits | None:
         """The engine tables' hits on this line (None when no rule matches), after counting the
-        engine evidence the line carries. On a traceback frame only frame rules (the phase a
-        function belongs to) and detection rules count: a frame is code, not a message."""
+        engine evidence the line carries. On a traceback frame (or the source line under one)
+        only frame rules (the phase a function belongs to, looked up when ``frames``) and
+        detection rules count: a frame is code, not a message."""
         msg = ln.msg
-        watching = not self._committed or self._engine in _EMBEDDED
+        watching = self._watching
         if watching:
             self._detect_from_line(ln)
         hits = self._matcher.match(msg)
         if not hits:
-            if frame:
+            if frame and frames:
                 for rule, _ in self._frames.match(msg):
                     return _Hits(frame=rule)
             return None
@@ -784,8 +830,12 @@ class StartupReader:
                     self._evidence(rule.detect, _WEAK if rule.weak else _STRONG, rule.pattern)
             if self._engine != engine:
                 hits = self._matcher.match(msg)
+        return self._hits(hits, frame, frames, msg)
+
+    def _hits(self, hits: list[tuple[Rule, re.Match[str]]], frame: bool, frames: bool, msg: str) -> _Hits:
+        """What the rules that matched say of the line, as one :class:`_Hits`."""
         out = _Hits()
-        if frame:
+        if frame and frames:
             for rule, _ in self._frames.match(msg):
                 out.frame = rule
                 break
@@ -853,6 +903,7 @@ class StartupReader:
             self._committed = changed = True
         if changed:
             self._matcher = matcher_for(self._engine, self._committed)
+            self._watching = not self._committed or self._engine in _EMBEDDED
             self._frames = frame_matcher_for(self._engine)
             self._bars = bars_for(self._engine)
 
@@ -898,9 +949,13 @@ class StartupReader:
         elif hits.fail is not None and hits.fail.cause == "host_oom_killed":
             self._fail(self._start, "host_oom_killed", hits.fail.strength, ln, None)
 
-    def _apply(self, ln: Line, hits: _Hits | None, frame: bool, code: bool, top: bool, low: bool,
-               high: bool, trace: _Trace | None) -> None:
-        """A line the server wrote: what it says of the start."""
+    def _dots(self) -> str:
+        """The phase of llama.cpp's tensor-loading dots (also before anything named the engine)."""
+        return (ENGINES[self._engine].dots if self._engine in ENGINES else None) or "weights"
+
+    def _apply(self, ln: Line, hits: _Hits | None, ctx: _Ctx) -> None:
+        """A line the server wrote: what it says of the start (``ctx`` from :meth:`_context`)."""
+        frame, code, top, low, high, trace = ctx
         msg = ln.msg
         start = self._start
         if start.ended and start.invocation is None:
@@ -910,8 +965,8 @@ class StartupReader:
             if key in start.banners or start.failed or start.host_phase() > _STARTING:
                 start = self._new_start()
             start.banners.add(key)
-        if start.life is Life.EMPTY:
-            start.life = Life.LOADING
+        if start.life is _EMPTY:
+            start.life = _LOADING
             start.first = self._mark("starting", ln)
         start.output = True
         if ("port" in msg or "://" in msg) and (port := listen_port(msg)) is not None:
@@ -924,11 +979,8 @@ class StartupReader:
         if '"GET /' not in msg or _PROBE_ACCESS_RE.search(msg) is None:
             self._last_line = ln.text
         phase_rule = hits.phase if hits is not None else None
-        if phase_rule is None and msg[:6] == "......" and not msg.strip(". "):
-            # llama.cpp's tensor-loading dots (also before anything else has named the engine)
-            dots = ENGINES[self._engine].dots if self._engine in ENGINES else "weights"
-            if dots is not None:
-                self._advance(start, ln.rank, dots, ln)
+        if msg[0] == "." and phase_rule is None and msg.startswith("......") and not msg.strip(". "):
+            self._advance(start, ln.rank, self._dots(), ln)
         if hits is not None and hits.frame is not None and trace is not None:
             self._frame_phase(start, trace, hits.frame.phase, ln)
         if phase_rule is not None and phase_rule.phase is not None:
@@ -944,7 +996,7 @@ class StartupReader:
                         start.completed = p
             elif start.completed == p and not start.failed:
                 start.completed = -1  # more of the phase (a draft model's capture after the target's)
-        if "/s]" in msg or "/s," in msg or "s/it]" in msg or "s/it," in msg:
+        if ("/s" in msg and ("/s]" in msg or "/s," in msg)) or "s/it" in msg:
             self._bar(start, ln)
         elif hits is not None and hits.progress_m is not None:
             self._count(start, ln, phase_rule.phase if phase_rule else None, hits.progress_m)
@@ -954,16 +1006,17 @@ class StartupReader:
             if hits.ends and not start.failed:
                 start.life = Life.STOPPED  # the server says it shut down (Ctrl-C, SIGTERM): not failed
             if hits.benign:
-                self._benign = True
+                self._benign = _BENIGN_LINES
         if self._benign or code or frame or (trace is not None and trace.benign):
             return
-        self._suspect(start, ln, hits, top, low, high, trace)
+        if trace is not None or (hits is not None and hits.fail is not None) or "Error" in msg or "Exception" in msg:
+            self._suspect(start, ln, hits, top, low, high, trace)
 
     def _suspect(self, start: _Start, ln: Line, hits: _Hits | None, top: bool, low: bool, high: bool,
                  trace: _Trace | None) -> None:
         """Whether the line looks like a failure, and whether it proves one."""
         msg = ln.msg
-        if (trace is not None and trace.seq == self._seq and trace.header and start.life is not Life.READY
+        if (trace is not None and trace.first is ln and trace.header and start.life is not Life.READY
                 and (hits is None or hits.fail is None)):
             # A traceback begins (also one printed inside an exception's message, as Ray's
             # "RuntimeError: Traceback (most recent call last):" wraps the real one): its exception

@@ -8,6 +8,7 @@ detection rules).
 
 from __future__ import annotations
 
+import re
 from functools import cache
 
 from probes.engines import common, llamacpp, ollama, sglang, tgi, trtllm, vllm
@@ -68,12 +69,45 @@ def matcher_for(name: str | None, committed: bool = True) -> Matcher:
 EMBEDS: dict[str, str] = {"ollama": "llamacpp"}
 
 
+class FrameIndex:
+    """Finds the frame rule for a traceback frame (``File "...", line N, in FUNC``) or the source
+    line under one (``x = self.model_runner.capture_model()``), by name: the function a frame is
+    in, the files and folders of its path, the calls in a source line. Dictionary look-ups, not
+    patterns, since every line of a traceback is looked at.
+
+    ``match(msg)`` returns ``[(rule, None)]`` for the first rule that names the line, else ``[]``.
+    """
+
+    __slots__ = ("functions", "files", "calls")
+
+    def __init__(self, rules: list[Rule]) -> None:
+        self.functions: dict[str, Rule] = {}
+        files: list[tuple[str, Rule]] = []
+        for r in rules:
+            for f in r.keys:
+                self.functions.setdefault(f, r)
+            files += [(f"/{f}.py\"", r) for f in r.files] + [(f"/{f}/", r) for f in r.files]
+        self.files = tuple(files)
+        names = "|".join(sorted(self.functions, key=len, reverse=True))
+        self.calls = re.compile(rf"\.({names})\(") if names else None
+
+    def match(self, msg: str) -> list[tuple[Rule, None]]:
+        head, sep, fn = msg.rpartition(", in ")
+        if sep:  # a frame: its function, then its path
+            rule = self.functions.get(fn.strip())
+            if rule is None:
+                rule = next((r for needle, r in self.files if needle in head), None)
+            return [(rule, None)] if rule is not None else []
+        m = self.calls.search(msg) if self.calls is not None and "(" in msg else None
+        return [(self.functions[m.group(1)], None)] if m is not None else []
+
+
 @cache
-def frame_matcher_for(name: str | None) -> Matcher:
-    """The matcher for traceback frames and the source lines under them (rules with ``frame``):
-    the functions and files that place a failure in a phase, the engine's own first."""
+def frame_matcher_for(name: str | None) -> FrameIndex:
+    """The frame index for an engine (rules with ``frame``): the functions and files that place a
+    failure in a phase, the engine's own first."""
     rules = [r for r in ENGINES[name].rules if r.frame] if name is not None else []
-    return Matcher(rules + [r for r in common.RULES if r.frame])
+    return FrameIndex(rules + [r for r in common.RULES if r.frame])
 
 
 @cache

@@ -134,7 +134,8 @@ class Rule:
         frame: the pattern names functions or files of a traceback frame (``in
             capture_one_batch_size``, ``model_loader/``): it matches only on frame lines, and
             ``phase`` is then the phase in which a failure under that frame happened (it does not
-            move the live phase).
+            move the live phase). Its ``keys`` are the function names, ``files`` the file or
+            folder names (``cuda_graph_runner`` for ``.../cuda_graph_runner.py``).
         terminal: the line itself says the process ends or cannot go on (an engine's death line,
             a signal, a native crash, a server that could not bind): the start has failed, not
             just a suspect.
@@ -162,6 +163,7 @@ class Rule:
     ends: bool = False
     completes: bool = False
     frame: bool = False
+    files: tuple[str, ...] = ()
     terminal: bool = False
     lifecycle: str | None = None
     flags: int = 0

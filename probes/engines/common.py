@@ -32,7 +32,7 @@ def _frame_rule(functions: tuple[str, ...], files: tuple[str, ...], phase: str, 
     pattern = rf"(?:, in |\.)(?:{names})\b"
     if files:
         pattern += "|" + "|".join(rf"[/\\]{f}(?:\.py\"|[/\\])" for f in files)
-    return Rule(pattern, keys=functions + files, phase=phase, frame=True, example=example)
+    return Rule(pattern, keys=functions, files=files, phase=phase, frame=True, example=example)
 
 
 #: Rules that hold for every engine. Failure rules come first, most specific first.
