@@ -419,3 +419,16 @@ def test_replay_json_lists_the_suspects_and_the_service() -> None:
     assert out["service"] is None
     assert out["suspects"] and {"line", "cause", "text"} == set(out["suspects"][0])
     assert out["error"]["line"] in [s["line"] for s in out["suspects"]]
+
+
+def test_a_harmless_warning_does_not_hide_a_later_failure_in_a_log_without_prefixes() -> None:
+    # derived: llama.cpp lines carry no prefix that would end the warning's message.
+    lines = ["build: 5489 (2d38b6e4) with cc (Ubuntu 9.4.0) 9.4.0 for x86_64-linux-gnu",
+             "warning: the option --log-disable is deprecated, use --log-verbosity",
+             *[f"llama_model_loader: - kv {i:3d}: general.name str = Qwen3" for i in range(30)],
+             "alloc_tensor_range: failed to allocate CUDA0 buffer of size 151851674624"]
+    r = _read(lines)
+    assert (r.state, r.cause, r.error.line) == ("failed", "cuda_oom", 33)
+    # ... while the warning's own continuation lines right after it stay harmless.
+    near = _read(lines[:2] + ["ValueError: not a real error, part of the warning's text"])
+    assert near.state == "loading"
