@@ -28,33 +28,30 @@ def _readings_as_you_go(data: bytes) -> list:
     return seen
 
 
-@pytest.mark.parametrize("log", STREAMED, ids=lambda p: p.stem)
-def test_reading_after_line_k_equals_reading_of_file_cut_after_k(log) -> None:
+def _assert_streams_as_cut(log, most: int | None = None) -> None:
+    """After line k the reader says what it says of the file cut after line k: at every k, or at
+    ``most`` cut points spread over the file (and its last line)."""
     data = log.read_bytes()
     lines = data.split(b"\n")
     if lines[-1] == b"":
         lines.pop()
     streamed = _readings_as_you_go(data)
     assert len(streamed) == len(lines)
-    for k in range(1, len(lines) + 1):
+    step = 1 if most is None else max(1, len(lines) // most)
+    for k in sorted({*range(1, len(lines) + 1, step), len(lines)}):
         cut = b"\n".join(lines[:k]) + b"\n"
         assert read_stream(io.BytesIO(cut)) == streamed[k - 1], f"differs after line {k}"
+
+
+@pytest.mark.parametrize("log", STREAMED, ids=lambda p: p.stem)
+def test_reading_after_line_k_equals_reading_of_file_cut_after_k(log) -> None:
+    _assert_streams_as_cut(log)
 
 
 @pytest.mark.parametrize("log", log_cases(), ids=lambda p: p.stem)
 def test_every_fixture_streams_as_it_reads_cut(log) -> None:
-    """Every fixture, at up to 60 cut points spread over it (every line of a short one): the reading
-    after line k is the reading of the file cut after line k."""
-    data = log.read_bytes()
-    lines = data.split(b"\n")
-    if lines[-1] == b"":
-        lines.pop()
-    streamed = _readings_as_you_go(data)
-    assert len(streamed) == len(lines)
-    step = max(1, len(lines) // 60)
-    for k in sorted({*range(1, len(lines) + 1, step), len(lines)}):
-        cut = b"\n".join(lines[:k]) + b"\n"
-        assert read_stream(io.BytesIO(cut)) == streamed[k - 1], f"differs after line {k}"
+    """Every fixture, at up to 60 cut points spread over it (every line of a short one)."""
+    _assert_streams_as_cut(log, most=60)
 
 
 def test_a_live_reading_differs_from_an_ended_one_only_in_what_is_proven() -> None:
