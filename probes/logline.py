@@ -48,10 +48,12 @@ _GUTTER_RE = re.compile(r"\s+\| ")
 _COMPOSE_RE = re.compile(r"([A-Za-z0-9][\w.-]*)\s+\| ")
 # Python logging's default format, as a wrapper script prints the engine's output through it:
 # "INFO:tgi-server:        + ..." (level, logger name, message); uvicorn's "INFO:     " is not it.
-_PYWRAP_RE = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.-]+: *")
+_PYWRAP_RE = re.compile(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.-]+: *")
+# A level word right after SGLang's prefix ("[2025-05-02 16:14:33] WARNING ..."), as some builds log.
+_LEVEL_WORD_RE = re.compile(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL):? ")
 _PYWRAP_LEVELS = ("DEBUG:", "INFO:", "WARNING:", "ERROR:", "CRITICAL:")
 # `> ` as people quote a pasted log in an issue or a Markdown file (nested quotes too).
-_QUOTE_RE = re.compile(r"(?:> ?)+(?=\S|$)|>$")
+_QUOTE_RE = re.compile(r"(?:> ?)+")
 _SYSLOG_RE = re.compile(
     r"([A-Z][a-z]{2}) ([ \d]\d) (\d\d:\d\d:\d\d)(?:\.\d+)? (?:([^\s\[\]:]+) )?([^\s\[:]+)(?:\[(\d+)\])?: ?")
 _ISO_RE = re.compile(
@@ -235,7 +237,7 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
     s = text
     if not s:
         return Line(lineno, text, text, stamp, None, None, ident)
-    rank = proc = level = flavor = service = None
+    rank = proc = level = flavor = service = wrap_level = None
     prefixed = grep_n = False
     depth = 0
     c = s[0]
@@ -282,6 +284,7 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
         if c.isupper() and s.startswith(_PYWRAP_LEVELS) and s[s.index(":") + 1:s.index(":") + 2] not in " :":
             m = _PYWRAP_RE.match(s)
             if m and m.end() < len(s):
+                wrap_level = m.group(1)  # the message's level, unless a prefix inside names its own
                 s = s[m.end():]
                 c = s[:1]
         if c.isalpha() and " | " in s[:64]:
@@ -352,6 +355,9 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
             if m.group(5):
                 rank = m.group(5).strip()
             flavor = "sglang"
+            lw = _LEVEL_WORD_RE.match(s, m.end())
+            if lw:
+                level = lw.group(1)
         elif s.startswith("[TensorRT-LLM]"):
             m = _TRT_CPP_RE.match(s)
             if m:
@@ -420,6 +426,8 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
         prefixed = True
     elif proc is not None:
         prefixed = bool(s) and not s[0].isspace()
+    elif wrap_level is not None:
+        level, prefixed = wrap_level, True
     return Line(lineno, text, s, stamp, rank, proc, ident, level, prefixed, flavor, grep_n, service, wrap_end,
                 depth)
 

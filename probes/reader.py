@@ -53,6 +53,9 @@ _UNIT_MSG_RE = re.compile(r"[\w@.:\\-]+\.(?:service|scope|socket|mount|target): 
 _LEADING_NUMBER_RE = re.compile(r"(\d{1,9})[:-](?:\S| )")
 _FRAME_RE = re.compile(r'\s*>? ?File "[^"]*", line \d+')
 _PERCENT_RE = re.compile(r"\d%")
+# A request answered (Uvicorn's access line, llama-server's request log): the server is serving.
+_SERVED_RE = re.compile(r'"(?:GET|POST) /\S* HTTP/[\d.]+" 2\d\d\b|request: (?:GET|POST) /\S+ \S+ 2\d\d\b|'
+                        r'all slots are idle')
 # docker compose names a service's containers SERVICE-1, SERVICE-2: the service is the name without it.
 _COMPOSE_INDEX_RE = re.compile(r"-\d{1,4}$")
 # What a person writes where they left lines out of a pasted log.
@@ -181,6 +184,8 @@ class Reading:
             start is chosen among them).
         service: the service whose lines were read, when the log holds several (``docker
             compose logs``, ``kubectl logs --prefix``); None for a log of one.
+        engine_services: how many of those services name an engine (the reading is the one in
+            the worst state); 0 for a log without service prefixes.
     """
 
     engine: str
@@ -206,6 +211,7 @@ class Reading:
     suspect: ErrorLine | None = None
     suspects: tuple[Suspect, ...] = ()
     service: str | None = None
+    engine_services: int = 0
 
     @property
     def phases_seen(self) -> list[str]:
@@ -284,6 +290,7 @@ class _Failure:
     phase: int = -1         # the phase the failure happened in, as far as known when it was seen
     mark: _Mark | None = None  # the line that named that phase (a frame, the exception text)
     at: _Mark | None = None    # where the line itself is
+    thread: bool = False       # a thread died of it (the process may well go on)
 
     def beats(self, cur: _Failure | None) -> bool:
         """Whether this line is more decisive than ``cur``: a line logged as an error beats one
@@ -311,6 +318,7 @@ class _Trace:
     header: bool = True      # its "Traceback (most recent call last):" line was seen
     first: Line | None = None  # the line that began it (its header)
     loose: int = 0           # unprefixed lines in it that are neither frames nor its exception
+    thread: bool = False     # a thread died of it ("Exception in thread ..."), not the process
 
 
 @dataclass(slots=True)
@@ -422,6 +430,9 @@ _TRACEBACK = "Traceback (most recent call last)"
 #: exc_info=True)``, ``logger.exception``); an INFO line before a traceback is a coincidence.
 _INTRODUCES = frozenset({"WARN", "WARNING", "W", *_HIGH_LEVELS})
 _CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
+#: Python's words for an exception that ended a thread (threading.excepthook) or that nothing could
+#: raise (a destructor): the process goes on.
+_THREAD_EXC = ("Exception in thread ", "Exception ignored in")
 #: How much each kind of evidence counts towards an engine (each source counts once per log).
 _STRONG, _WEAK, _UNIT_WEIGHT = 10, 1, 5
 #: An engine is settled once it has this much evidence (two strong sources), or half of it once
@@ -443,6 +454,8 @@ _BENIGN_LINES = 24
 #: (a multi-line exception message, a chained exception's text, a C++ backtrace after it).
 _TB_LOOSE = 8
 _MAX_SERVICES = 16
+#: How bad a reading's state is, to choose among several engine services.
+_STATE_WORSE = {"failed": 4, "loading": 3, "stopped": 2, "ready": 1}
 _EMBEDDED = frozenset(_EMBEDS.values())
 _NO_LINE_HINT = ("A traceback began and its exception line has not arrived (or the excerpt ends before "
                  "it): the frames above say where it failed.")
@@ -533,6 +546,7 @@ class StartupReader:
         self._after_frame = False
         self._prev_level: tuple[str | None, str | None] | None = None  # (level, process) of a prefixed line before
         self._tb: _Trace | None = None
+        self._thread_exc = False  # the line before said a thread died of the traceback that follows
         self._ever_ready = False
         self._numbered = False
         self._number: int | None = None  # the leading number of the line before, if it had one
@@ -552,7 +566,8 @@ class StartupReader:
     def engine(self) -> str | None:
         """The engine id once the log named it for sure (or it was forced), else None."""
         if self._subs:
-            return self._engine_service()[1].engine
+            chosen = self._engine_service()
+            return chosen[1].engine if chosen is not None else None
         return self._engine if self._committed else None
 
     # --- stage 1: decode -------------------------------------------------------------------------
@@ -653,16 +668,18 @@ class StartupReader:
 
     def _feed_record(self, rec: Record, at: Line, systemd: bool) -> None:
         """The lines of a record's message, as if the engine had printed them with its prefix."""
-        level = rec.level or ""
+        # A shipper's "INFO" on every record says nothing of the message (stderr tracebacks
+        # included); a record that says it is an error is one.
+        level = rec.level if rec.level is not None and _level_class(rec.level) > 0 else None
         stamp = at.stamp or rec.stamp
         for k, text in enumerate(rec.text.split("\n")):
             for frame in frames(text):
                 ln = parse(at.lineno, frame, stamp=stamp, ident=at.ident)
                 ln.service = ln.service or at.service
-                if ln.level is None and k == 0:
-                    ln.level, ln.prefixed = level, True  # the record's first line begins its message
                 if k == 0:
-                    ln.text = at.text  # shown as it was written: the record's own line
+                    ln.prefixed = True  # the record's first line begins its message
+                    if ln.level is None:
+                        ln.level = level
                 self._plain(ln, systemd)
 
     def _note_number(self, text: str) -> None:
@@ -718,6 +735,7 @@ class StartupReader:
         if (self._tb is None and not self._benign and not self._after_frame and "Traceback" not in msg
                 and msg.find('File "', 0, 80) < 0):
             # The common case, at the cost of a look: a line that is no part of a traceback.
+            self._thread_exc = msg.startswith(_THREAD_EXC)
             if ln.prefixed:
                 self._prev_level = (ln.level, ln.proc)
                 ctx = _CTX_BY_LEVEL[_LEVEL_CLASS.get(ln.level, 0) if ln.level is not None else 0]
@@ -774,6 +792,7 @@ class StartupReader:
         own = _level_class(ln.level) if ln.prefixed else 0
         prev, self._prev_level = self._prev_level, ((ln.level, ln.proc) if ln.prefixed else None)
         tb = self._tb
+        thread, self._thread_exc = self._thread_exc, msg.startswith(_THREAD_EXC)
         if "Traceback" in msg and _TRACEBACK in msg[:200]:
             # A traceback begins: its level is its own line's, or that of the warning or error
             # message right before it from the same process (Python logging's `exc_info`).
@@ -781,7 +800,8 @@ class StartupReader:
             if ln.level is None and prev is not None and prev[1] == ln.proc and (
                     prev[0] is not None and prev[0].upper() in _INTRODUCES):
                 lvl = _level_class(prev[0])
-            tb = self._tb = _Trace(ln.lineno, lvl < 0, lvl > 0, benign=benign, first=ln)
+            tb = self._tb = _Trace(ln.lineno, lvl < 0, lvl > 0, benign=benign, first=ln,
+                                   thread=thread or msg.startswith(_THREAD_EXC))
             return frame, code, False, tb.low, tb.high, tb
         if tb is None:
             if frame:
@@ -880,14 +900,14 @@ class StartupReader:
         :data:`_SETTLED`); an engine that embeds another (Ollama over llama.cpp) wins over it
         whenever it has strong evidence of its own, settled or not.
         """
-        if self._forced:
-            return
         key = (name, source)
         if key in self._sources:
             return
         self._sources.add(key)
         scores = self._scores
         scores[name] = scores.get(name, 0) + weight
+        if self._forced:
+            return  # counted (a service's lines name an engine), but the engine is the one given
         cur = self._engine
         best = max(scores, key=lambda n: (scores[n], n == cur))
         for outer, inner in _EMBEDS.items():
@@ -917,18 +937,32 @@ class StartupReader:
                 return
             sub = StartupReader(self._engine if self._forced else None, self._unit)
             sub._is_sub = True
+            sub._watching = True  # with --engine too, the service's lines must name an engine
             self._subs[ln.service] = sub  # type: ignore[index]
         sub.lines = ln.lineno
         sub._numbered = self._numbered
         sub._line(ln, systemd)
 
-    def _engine_service(self) -> tuple[str, StartupReader]:
-        """The service whose lines are the engine's: the one with the most evidence of an engine,
-        then the one that got furthest (with ``--engine``, evidence is not counted), then the first."""
-        def score(item: tuple[str, StartupReader]) -> tuple[int, int]:
-            sub = item[1]
-            return max(sub._scores.values(), default=0), len(sub._start.marks) + sub._starts
-        return max(self._subs.items(), key=score)
+    def _engine_services(self) -> list[tuple[str, StartupReader]]:
+        """The services whose lines name an engine, most evidence first (a web UI, a gateway or
+        a database names none)."""
+        named = [(name, sub) for name, sub in self._subs.items() if sub._scores]
+        return sorted(named, key=lambda item: -max(item[1]._scores.values()))
+
+    def _engine_service(self, ended: bool = False) -> tuple[str, StartupReader, int] | None:
+        """The service whose reading is the log's, and how many services name an engine: of
+        those, the one in the worst state (a failed engine beside a ready one is what the
+        operator must see), then the one with the most evidence; None when no service names one."""
+        named = self._engine_services()
+        if not named:
+            if len(self._subs) == 1:  # one service: its lines are the log's, whatever they name
+                name, sub = next(iter(self._subs.items()))
+                return name, sub, 0
+            return None
+        if len(named) == 1:
+            return named[0][0], named[0][1], 1
+        worst = max(named, key=lambda item: _STATE_WORSE.get(item[1].reading(ended).state, 0))
+        return worst[0], worst[1], len(named)
 
     # --- stage 4: apply ------------------------------------------------------------------------
 
@@ -1000,6 +1034,10 @@ class StartupReader:
             self._bar(start, ln)
         elif hits is not None and hits.progress_m is not None:
             self._count(start, ln, phase_rule.phase if phase_rule else None, hits.progress_m)
+        if start.suspects and start.served and not start.failed and _SERVED_RE.search(msg) is not None:
+            # It answered a request after the suspect: what looked fatal was one failed request.
+            start.suspects.clear()
+            start.error = None
         if hits is not None:
             if hits.ready is not None:
                 self._ready(start, hits.ready, ln)
@@ -1016,6 +1054,7 @@ class StartupReader:
                  trace: _Trace | None) -> None:
         """Whether the line looks like a failure, and whether it proves one."""
         msg = ln.msg
+        trace_thread = trace is not None and trace.thread
         if (trace is not None and trace.first is ln and trace.header and start.life is not Life.READY
                 and (hits is None or hits.fail is None)):
             # A traceback begins (also one printed inside an exception's message, as Ray's
@@ -1032,12 +1071,13 @@ class StartupReader:
                 hint = _fill(hint, hits.fail_m)
             # A rule that says the process ended is a fact whatever level it is logged at (Ollama's
             # app logs "server crash ... respawning" as a warning); anything else logged low is not.
-            terminal = rule.terminal or ((cause == "engine_died" or top) and not low)
+            terminal = (rule.terminal and not trace_thread) or (
+                (cause == "engine_died" or (top and not trace_thread)) and not low)
             self._fail(start, cause, rule.strength, ln, hint, terminal=terminal, low=low and not rule.terminal,
                        trace=trace)
         elif ("Error" in msg or "Exception" in msg) and (EXCEPTION_RE.match(msg) or GO_ERROR_RE.match(msg)):
             # An exception with no named cause; Go's and Rust's "Error: ..." is the process's last word.
-            terminal = top or GO_ERROR_RE.match(msg) is not None
+            terminal = (top and not trace_thread) or GO_ERROR_RE.match(msg) is not None
             self._fail(start, "unknown", 3, ln, None, terminal=terminal and not low, low=low, trace=trace)
 
     def _frame_phase(self, start: _Start, trace: _Trace, phase: str | None, ln: Line) -> None:
@@ -1087,8 +1127,9 @@ class StartupReader:
 
     @staticmethod
     def _unrecovered(start: _Start) -> bool:
-        """The start has a suspect logged as an error (not as a warning) that nothing recovered."""
-        return any(not s.low for s in start.suspects)
+        """The start has a suspect logged as an error (not as a warning, not a thread's death)
+        that nothing recovered."""
+        return any(not s.low and not s.thread for s in start.suspects)
 
     @staticmethod
     def _failed_start(start: _Start, phase_i: int | None = None) -> FailedStart:
@@ -1203,7 +1244,8 @@ class StartupReader:
             # A failure seen only from outside (systemd's result, the kernel's OOM kill) is still a start.
             start.life = Life.LOADING
             start.first = self._mark("starting", ln)
-        f = _Failure(ln.lineno, ln.text, ln.msg.strip(), cause, strength, hint, low)
+        f = _Failure(ln.lineno, ln.text, ln.msg.strip(), cause, strength, hint, low,
+                     thread=trace is not None and trace.thread)
         if start.ready:
             if start.life is Life.PROVISIONAL and cause == "port_in_use":
                 # vLLM printed "Application startup complete." and then could not bind: never ready.
@@ -1334,11 +1376,13 @@ class StartupReader:
             clone = copy.deepcopy(self)  # a record still being rejoined: read its pieces as text
             clone._flush_json()
             return clone.reading(ended=True)
-        if self._subs:
-            name, sub = self._engine_service()
+        chosen = self._engine_service(ended) if self._subs else None
+        if chosen is not None:
+            name, sub, engines = chosen
             r = sub.reading(ended)
             return dataclasses.replace(r, lines=self.lines, bad_lines=self.bad_lines,
-                                       service=_COMPOSE_INDEX_RE.sub("", name) if len(self._subs) > 1 else None)
+                                       service=_COMPOSE_INDEX_RE.sub("", name) if len(self._subs) > 1 else None,
+                                       engine_services=engines)
         cur = self._start
         starts = self._starts + (1 if cur.evidence else 0)
         failed, fail_phase, fail_mark = cur.failed, cur.fail_phase, None

@@ -432,3 +432,94 @@ def test_a_harmless_warning_does_not_hide_a_later_failure_in_a_log_without_prefi
     # ... while the warning's own continuation lines right after it stay harmless.
     near = _read(lines[:2] + ["ValueError: not a real error, part of the warning's text"])
     assert near.state == "loading"
+
+
+# --- found by a fresh user trying to break it (each a class, the inputs derived from real logs) -----
+
+def test_a_thread_that_dies_of_an_exception_does_not_end_the_start() -> None:
+    # derived: Python's threading.excepthook output inside an SGLang start that goes on.
+    lines = ["[2025-05-02 16:13:35] server_args=ServerArgs(model_path='/models/m', tp_size=1)",
+             "[2025-05-02 16:14:30 TP0] Load weight end. type=Qwen3ForCausalLM, avail mem=6.09 GB",
+             "Exception in thread Thread-3 (_metrics_loop):",
+             "Traceback (most recent call last):",
+             '  File "/usr/lib/python3.12/threading.py", line 1075, in _bootstrap_inner',
+             "    self.run()",
+             "OSError: [Errno 98] Address already in use",
+             "[2025-05-02 16:14:33 TP0] Capture cuda graph begin. This can take up to several minutes.",
+             "Capturing batches (avail_mem=0.00 GB):  50%|█████     | 2/4 [00:05<00:05,  2.50s/it]"]
+    r = _read(lines)
+    assert (r.state, r.phase, r.cause) == ("loading", "graph_capture", None)
+    assert (r.progress.done, r.progress.total) == (2, 4)
+
+
+def test_the_level_of_pythons_default_logging_format_and_of_a_level_word_counts() -> None:
+    # derived: "WARNING:name:message" (logging.basicConfig) and SGLang builds that log "[time] WARNING".
+    for head in ("WARNING:sglang.srt.layers.quantization:Failed to import optional kernel, falling back",
+                 "[2025-05-02 16:14:33] WARNING Failed to import optional kernel, falling back"):
+        lines = ["[2025-05-02 16:13:35] server_args=ServerArgs(model_path='/models/m', tp_size=1)", head,
+                 "Traceback (most recent call last):",
+                 '  File "/sgl-workspace/sglang/python/sglang/srt/layers/quantization/__init__.py", line 9, in <module>',
+                 "ModuleNotFoundError: No module named 'vllm'"]
+        r = _read(lines)
+        assert (r.state, r.cause) == ("loading", None), head
+
+
+def test_a_failed_request_while_serving_is_not_a_failed_start_when_requests_are_answered_after() -> None:
+    """llamacpp-ok-01 (a real ready start) followed by a compute-buffer failure and answered requests."""
+    raw = (LOGS / "llamacpp-ok-01.log").read_bytes()
+    tail = (b"ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size 4412555264\n"
+            b"srv    send_error: task id = 7, error: Failed to allocate compute buffer\n"
+            b"srv  log_server_r: request: POST /completion 127.0.0.1 500\n"
+            b"srv  log_server_r: request: POST /completion 127.0.0.1 200\n")
+    assert read_stream(io.BytesIO(raw + tail)).state == "ready"
+    # ... while the same failure with nothing answered after it is the end of the start.
+    died = read_stream(io.BytesIO(raw + tail.split(b"\n", 1)[0] + b"\n"))
+    assert (died.state, died.cause) == ("failed", "cuda_oom")
+
+
+def test_a_quoted_tracebacks_source_line_is_not_the_decisive_line() -> None:
+    """vllm-fail-silent-01 quoted with "> " (and with ">" alone): the source line stays code."""
+    raw = (LOGS / "vllm-fail-silent-01.log").read_bytes().rstrip(b"\n").split(b"\n")
+    for mark in (b"> ", b">"):
+        quoted = b"".join(mark + line + b"\n" for line in raw)
+        r = read_stream(io.BytesIO(quoted))
+        assert (r.state, r.cause, r.error.line) == ("failed", "engine_died", 65), mark
+
+
+def test_of_two_engine_services_the_reading_is_the_worse_one() -> None:
+    """A compose log of an embedding server (vllm-ok-01, ready) and the chat model
+    (sglang-fail-graphcapture-01, failed), lines interleaved: the failed one is read and named."""
+    a = [b"embed-1  | " + ln for ln in (LOGS / "vllm-ok-01.log").read_bytes().split(b"\n") if ln]
+    b = [b"llm-1    | " + ln for ln in (LOGS / "sglang-fail-graphcapture-01.log").read_bytes().split(b"\n") if ln]
+    mixed = [x for pair in zip(a, b) for x in pair] + a[len(b):] + b[len(a):]
+    r = read_stream(io.BytesIO(b"\n".join(mixed) + b"\n"))
+    assert (r.engine, r.state, r.service, r.engine_services) == ("sglang", "failed", "llm", 2)
+
+
+def test_a_forced_engine_does_not_make_a_web_ui_the_engines_service() -> None:
+    # derived: only the web UI has spoken yet in a compose log of two services.
+    lines = ["webui-1  | INFO:     Started server process [1]",
+             "webui-1  | INFO:     Application startup complete.",
+             "redis-1  | 1:M 01 Dec 2026 07:00:00.000 * Ready to accept connections tcp"]
+    r = _read(lines, engine="vllm", ended=False)
+    assert (r.state, r.starts) == ("loading", 0)
+
+
+def test_json_records_shipped_at_info_level_still_show_errors_and_read_as_their_message() -> None:
+    """vllm-fail-oom-hip-01 as a log shipper writes it: every record "level": "INFO"."""
+    recs = [json.dumps({"timestamp": "2026-05-08T11:50:14.752Z", "level": "INFO", "message": ln.decode()})
+            for ln in (EXTRA_LOGS / "vllm-fail-oom-hip-01.log").read_bytes().split(b"\n") if ln]
+    r = read_stream(io.BytesIO("\n".join(recs).encode() + b"\n"))
+    e = _expected("vllm-fail-oom-hip-01")
+    assert (r.state, r.cause, r.error.line) == ("failed", "cuda_oom", e["error_line"])
+    assert r.error.text.startswith("2026-05-08 11:50:14.752 [Error]")  # the message, not the JSON
+
+
+def test_more_wordings_of_distributed_and_gated_repository_failures() -> None:
+    # derived: torch 2.4+ and huggingface_hub wordings.
+    r = _read(["torch.distributed.DistNetworkError: The client socket has timed out after 600000ms while "
+               "trying to connect to (10.0.0.1, 29500)."])
+    assert r.cause == "dist_timeout"
+    r = _read(["OSError: You are trying to access a gated repo. Make sure to have access to it at "
+               "https://huggingface.co/meta-llama/Llama-3.1-8B."])
+    assert r.cause == "model_not_found"

@@ -53,6 +53,10 @@ def format_timeline(reading: Reading, name: str) -> str:
     head = f"{name}: {engine}, {_plural(reading.lines, 'line')}, {_plural(reading.starts, 'start')}"
     if reading.bad_lines:
         head += f", {_plural(reading.bad_lines, 'unreadable record')}"
+    if reading.service is not None:
+        head += f", service {reading.service}"
+        if reading.engine_services > 1:
+            head += f" (the worst of {reading.engine_services} engine services)"
     out = [head, ""]
     if reading.starts == 0:
         out.append("NO SERVER START FOUND: nothing in this log comes from a server start (is it the right file?)")

@@ -104,17 +104,22 @@ RULES: tuple[Rule, ...] = (
          hint="A rank could not reach rank 0's store: rank 0 probably crashed first (read its log), or "
               "the network between the nodes fails (master address and port, NCCL_SOCKET_IFNAME).",
          example=". This may indicate a possible application crash on rank 0 or a network set up issue."),
-    Rule(r"TCPStore|DistStoreError|Socket Timeout|connectFullMesh failed|RendezvousTimeoutError|"
+    Rule(r"TCPStore|DistStoreError|DistNetworkError|Socket Timeout|socket has timed out|connectFullMesh failed|RendezvousTimeoutError|"
          r"Timed out initializing process group|[Tt]imed out after \d+ ?(?:ms|s|seconds?) waiting for|"
          r"gloo/transport/tcp/pair\.cc.{0,200}?(?:Connection refused|[Tt]imed out|Connection reset)|"
          r"Rendezvous .{0,100}?timed out|wait timeout after \d+ms, keys:",
-         keys=("tcpstore", "diststoreerror", "socket", "connectfullmesh", "rendezvoustimeouterror",
+         keys=("tcpstore", "diststoreerror", "distnetworkerror", "socket", "connectfullmesh", "rendezvoustimeouterror",
                "timed", "pair", "rendezvous", "wait"),
          cause="dist_timeout",
          example="torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined."),
+    # Uvicorn's own words when it cannot bind: it exits right after them.
+    Rule(r"error while attempting to bind on address(?:.{0,200}?\('[^']{0,100}', (?P<port>\d{1,5})\))?",
+         keys=("attempting",), cause="port_in_use", terminal=True, flags=I,
+         example="ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): "
+                 "address already in use"),
     Rule(r"(?:\[Errno 98\]|address already in use|EADDRINUSE|couldn't bind HTTP server socket)"
          r"(?:.{0,200}?\('[^']{0,100}', (?P<port>\d{1,5})\)|.{0,200}?:(?P<port2>\d{1,5}))?",
-         keys=("errno", "eaddrinuse", "bind", "already"), cause="port_in_use", flags=I, terminal=True,
+         keys=("errno", "eaddrinuse", "bind", "already"), cause="port_in_use", flags=I,
          example="ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): "
                  "address already in use"),
     Rule(r"Python\.h: No such file or directory", cause="missing_python_h", phase="init",
@@ -132,11 +137,12 @@ RULES: tuple[Rule, ...] = (
          example="urllib3.exceptions.MaxRetryError: HTTPSConnectionPool(host='huggingface.co', port=443): "
                  "Max retries exceeded with url: /openai/gpt-oss-120b/resolve/main/config.json"),
     Rule(r"Repository Not Found|RepositoryNotFoundError|GatedRepoError|Cannot access gated repo|"
+         r"access to model \S+ is restricted|trying to access a gated repo|"
          r"is not a local folder and is not a valid model identifier|HFValidationError|"
          r"does not appear to have a file named|Invalid repository ID or local directory|"
          r"No such file or directory: '[^']*(?:config\.json|\.gguf|\.safetensors)'|"
          r"failed to open GGUF file|gguf_init_from_file.{0,300}?failed|pull model manifest: file does not exist",
-         keys=("repository", "repositorynotfounderror", "gatedrepoerror", "cannot", "local",
+         keys=("repository", "repositorynotfounderror", "gatedrepoerror", "cannot", "local", "access", "trying",
                "hfvalidationerror", "appear", "invalid", "such", "gguf", "gguf_init_from_file",
                "manifest"),
          cause="model_not_found",
