@@ -742,9 +742,11 @@ class StartupReader:
             else:
                 self._prev_level = None
                 ctx = _CTX_PLAIN
+            plain = True
         else:
             ctx = self._context(ln)
-        if ctx is _CTX_PLAIN and not self._watching:
+            plain = False
+        if plain and not self._watching:
             found = self._matcher.match(msg)  # the common case of stage 3, without the call
             hits = self._hits(found, False, False, msg) if found else None
         else:

@@ -94,7 +94,7 @@ RULES: tuple[Rule, ...] = (
          r"error: the following arguments are required|"
          r"User-specified max_model_len \(\d+\) is greater than|"
          r"must be divisible by tensor parallel size|is not divisible by (?:the )?(?:tensor|pipeline) parallel",
-         keys=("error", "specified", "divisible"),
+         keys=("unrecognized", "argument", "following", "specified", "divisible"),
          cause="bad_config",
          example="api_server.py: error: unrecognized arguments: --max-num-batched-token 8192"),
     # torch's c10d when a rank cannot get what rank 0 should have published: rank 0 died first, or
@@ -242,7 +242,7 @@ RULES: tuple[Rule, ...] = (
     Rule(r"Application shutdown complete|Finished server process \[\d+\]", keys=("shutdown", "finished"),
          ends=True, example="INFO:     Application shutdown complete."),
     # NIM and TensorRT-LLM's engine builder name the architecture first.
-    Rule(r"^Detected model architecture: ", phase="starting",
+    Rule(r"^Detected model architecture: ", keys=("architecture",), phase="starting",
          example="Detected model architecture: LlamaForCausalLM"),
     Rule(r"^\[Gloo\] Rank \d+ is connected", phase="starting",
          example="[Gloo] Rank 0 is connected to 0 peer ranks. Expected number of connected peer ranks is : 0"),

@@ -36,7 +36,7 @@ ENGINE = Engine(
              hint="Ollama's server exited with status {code} and the app restarts it: its own log "
                   "(server.log) holds the reason.",
              example='msg="server crash 22 - exit code 1 - respawning"'),
-        Rule(r'msg="server config"|^server config env=', keys=("server",), phase="starting", detect="ollama",
+        Rule(r'msg="server config"|^server config env=', keys=("config",), phase="starting", detect="ollama",
              example='time=2025-11-19T10:00:00.000Z level=INFO source=routes.go:1544 msg="server config" env="map[]"'),
         Rule(r"Listening on \S+ \(version", keys=("listening",), ready=True, banner=True, detect="ollama",
              example='msg="Listening on 127.0.0.1:11434 (version 0.5.7)"'),

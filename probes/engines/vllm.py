@@ -49,7 +49,7 @@ ENGINE = Engine(
              strength=2, terminal=True,
              example="(Worker_TP0 pid=2712) ERROR 01-02 10:00:00 [multiproc_executor.py:743] WorkerProc failed to start."),
         # The plugin loader logs a plugin that fails to import with its traceback and goes on without it.
-        Rule(r"Failed to load plugin ", keys=("failed",), benign=True,
+        Rule(r"Failed to load plugin ", keys=("plugin",), benign=True,
              example="ERROR 10-20 11:18:05 [__init__.py:54] Failed to load plugin register_paddlex_genai_models"),
         Rule(r"Exception in worker \S+ while processing method", keys=("exception",), cause="unknown",
              strength=2, example="Exception in worker VllmWorkerProcess while processing method "
