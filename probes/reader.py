@@ -425,6 +425,8 @@ _CTX_BY_LEVEL: dict[int, _Ctx] = {0: _CTX_PLAIN, -1: _CTX_LOW, 1: _CTX_HIGH}
 _LOW_LEVELS = frozenset({"TRACE", "DEBUG", "VERBOSE", "INFO", "NOTICE", "WARN", "WARNING", "D", "I", "W", "V"})
 _HIGH_LEVELS = frozenset({"ERROR", "CRITICAL", "FATAL", "INTERNAL_ERROR", "ERR", "CRIT", "E", "F"})
 _LEVEL_CLASS = {**{lv: -1 for lv in _LOW_LEVELS}, **{lv: 1 for lv in _HIGH_LEVELS}}
+#: The context of a line that begins a message at this level and is no part of a traceback.
+_CTX_OF_LEVEL = {lv: _CTX_BY_LEVEL[c] for lv, c in _LEVEL_CLASS.items()}
 _TRACEBACK = "Traceback (most recent call last)"
 #: Levels of a message that a traceback printed right under it belongs to (``logger.warning(...,
 #: exc_info=True)``, ``logger.exception``); an INFO line before a traceback is a coincidence.
@@ -544,7 +546,7 @@ class StartupReader:
         self._last_stamp: tuple[int, Stamp, tuple[int, int, int] | None] | None = None
         self._last_line = ""
         self._after_frame = False
-        self._prev_level: tuple[str | None, str | None] | None = None  # (level, process) of a prefixed line before
+        self._prev_line: Line | None = None  # the line before, when it began a message (had a prefix)
         self._tb: _Trace | None = None
         self._thread_exc = False  # the line before said a thread died of the traceback that follows
         self._ever_ready = False
@@ -737,10 +739,10 @@ class StartupReader:
             # The common case, at the cost of a look: a line that is no part of a traceback.
             self._thread_exc = msg.startswith(_THREAD_EXC)
             if ln.prefixed:
-                self._prev_level = (ln.level, ln.proc)
-                ctx = _CTX_BY_LEVEL[_LEVEL_CLASS.get(ln.level, 0) if ln.level is not None else 0]
+                self._prev_line = ln
+                ctx = _CTX_OF_LEVEL.get(ln.level, _CTX_PLAIN)
             else:
-                self._prev_level = None
+                self._prev_line = None
                 ctx = _CTX_PLAIN
             plain = True
         else:
@@ -792,16 +794,16 @@ class StartupReader:
         frame = msg.find('File "', 0, 80) >= 0 and _FRAME_RE.match(msg) is not None
         self._after_frame = frame
         own = _level_class(ln.level) if ln.prefixed else 0
-        prev, self._prev_level = self._prev_level, ((ln.level, ln.proc) if ln.prefixed else None)
+        prev, self._prev_line = self._prev_line, (ln if ln.prefixed else None)
         tb = self._tb
         thread, self._thread_exc = self._thread_exc, msg.startswith(_THREAD_EXC)
         if "Traceback" in msg and _TRACEBACK in msg[:200]:
             # A traceback begins: its level is its own line's, or that of the warning or error
             # message right before it from the same process (Python logging's `exc_info`).
             lvl = own
-            if ln.level is None and prev is not None and prev[1] == ln.proc and (
-                    prev[0] is not None and prev[0].upper() in _INTRODUCES):
-                lvl = _level_class(prev[0])
+            if ln.level is None and prev is not None and prev.proc == ln.proc and (
+                    prev.level is not None and prev.level.upper() in _INTRODUCES):
+                lvl = _level_class(prev.level)
             tb = self._tb = _Trace(ln.lineno, lvl < 0, lvl > 0, benign=benign, first=ln,
                                    thread=thread or msg.startswith(_THREAD_EXC))
             return frame, code, False, tb.low, tb.high, tb
@@ -837,6 +839,12 @@ class StartupReader:
         detection rules count: a frame is code, not a message."""
         msg = ln.msg
         watching = self._watching
+        if frame and not watching:
+            # A frame or the source line under one: only the frame index can say anything of it.
+            if frames:
+                for rule, _ in self._frames.match(msg):
+                    return _Hits(frame=rule)
+            return None
         if watching:
             self._detect_from_line(ln)
         hits = self._matcher.match(msg)
