@@ -407,10 +407,8 @@ class _Hits:
     ends: bool = False
     benign: bool = False
     lifecycle: tuple[str, re.Match[str]] | None = None
-    host_oom: Rule | None = None
 
 
-_NO_HITS_LIST: list = []
 
 #: A line's place in its message (see ``StartupReader._context``): (frame, code, top, low, high, trace).
 _Ctx = tuple[bool, bool, bool, bool, bool, "_Trace | None"]
