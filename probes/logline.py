@@ -281,7 +281,7 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
             if m and m.end() < len(s):
                 s = s[m.end():]
                 c = s[:1]
-        if c.isupper() and s.startswith(_PYWRAP_LEVELS) and s[s.index(":") + 1:s.index(":") + 2] not in " :":
+        if c.isupper() and s.startswith(_PYWRAP_LEVELS):
             m = _PYWRAP_RE.match(s)
             if m and m.end() < len(s):
                 wrap_level = m.group(1)  # the message's level, unless a prefix inside names its own
@@ -327,16 +327,8 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
         m = _RANK_RE.match(s)
         if m:
             rank = "rank" + m.group(1)
-            s = s[m.end():]
+            s = s[m.end():]  # torch c10d's own "[E130 18:11:34.707542570 File.cpp:143] " may follow
             c = s[:1]
-            if c == "[" and s[1:2] in "IWEF":
-                m = _C10D_RE.match(s)  # torch c10d's own "[E130 18:11:34.707542570 File.cpp:143] "
-                if m:
-                    if stamp is None:
-                        stamp = Stamp(None, int(m.group(2)), int(m.group(3)), m.group(4))
-                    level, flavor, prefixed = m.group(1), "glog", True
-                    s = s[m.end():]
-                    c = s[:1]
     if c == "(":
         m = _PROC_RE.match(s)
         if m:
