@@ -71,9 +71,10 @@ _PYLOG_RE = re.compile(r"(\d{4})-(\d\d)-(\d\d) (\d\d:\d\d:\d\d),\d+ - (\w+) - ")
 _TRT_RE = re.compile(r"\[(\d\d)/(\d\d)/(\d{4})-(\d\d:\d\d:\d\d)\] (?:\[TRT(?:-LLM)?\] (?:\[RANK (\d+)\] )?\[(\w)\] )?")
 # TensorRT-LLM's C++ logger: "[TensorRT-LLM][ERROR] ...", with MPI ranks "[TensorRT-LLM][RANK 3][INFO] ...".
 _TRT_CPP_RE = re.compile(r"\[TensorRT-LLM\](?:\[RANK (\d+)\])?\[(TRACE|DEBUG|VERBOSE|INFO|WARNING|ERROR|FATAL|INTERNAL_ERROR)\] ?")
-# torch c10d's own prefix after "[rank10]:": "[E130 18:11:34.707542570 ProcessGroupGloo.cpp:143] ",
-# with or without the thread id ("[W1203 10:00:00.123456 4711 socket.cpp:752] ").
-_C10D_RE = re.compile(r"\[([IWEF])(\d\d)(\d\d) (\d\d:\d\d:\d\d)\.\d+(?: \d+)? [\w./-]+:\d+\] ?")
+# torch c10d's own prefix after "[rank10]:": "[E130 18:11:34.707542570 ProcessGroupGloo.cpp:143] "
+# (the month is not zero-padded: E130 is 30 January), with or without the thread id
+# ("[W1203 10:00:00.123456 4711 socket.cpp:752] ").
+_C10D_RE = re.compile(r"\[([IWEF])(\d{1,2})(\d\d) (\d\d:\d\d:\d\d)\.\d+(?: \d+)? [\w./-]+:\d+\] ?")
 _LOGFMT_RE = re.compile(r"time=(\d{4})-(\d\d)-(\d\d)T(\d\d:\d\d:\d\d)\S* level=(\w+) ")
 # TGI (Rust tracing): "  INFO text_generation_launcher: ...", "WARN shard-manager: ...",
 # "INFO text_generation_router::server: ..."; the level is followed by a target and a colon (a vLLM

@@ -20,6 +20,7 @@ import pytest
 
 from conftest import EXTRA_LOGS, LOGS
 from probes.logfile import read_path, read_stream
+from probes.logline import parse
 from probes.reader import Reading, StartupReader
 
 
@@ -272,6 +273,9 @@ def test_torch_c10d_prefix_after_a_rank_tag() -> None:
                "[../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error"])
     assert (r.state, r.cause) == ("failed", "dist_timeout")
     assert r.error.text.startswith("[rank10]:[E130")
+    line = parse(1, "[rank10]:[E130 18:11:34.707542570 ProcessGroupGloo.cpp:143] Gloo connectFullMesh failed")
+    assert (line.rank, line.level, line.msg, line.stamp.month, line.stamp.day) == (
+        "rank10", "E", "Gloo connectFullMesh failed", 1, 30)
 
 
 def test_lines_quoted_with_markdown_markers_read_as_the_bare_lines() -> None:
