@@ -54,6 +54,7 @@ _LEVEL_WORD_RE = re.compile(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL):? ")
 _PYWRAP_LEVELS = ("DEBUG:", "INFO:", "WARNING:", "ERROR:", "CRITICAL:")
 # `> ` as people quote a pasted log in an issue or a Markdown file (nested quotes too).
 _QUOTE_RE = re.compile(r"(?:> ?)+")
+_NESTED = (1, 2, 3)  # at most three wrappers, one inside the other
 _SYSLOG_RE = re.compile(
     r"([A-Z][a-z]{2}) ([ \d]\d) (\d\d:\d\d:\d\d)(?:\.\d+)? (?:([^\s\[\]:]+) )?([^\s\[:]+)(?:\[(\d+)\])?: ?")
 _ISO_RE = re.compile(
@@ -273,10 +274,10 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
             depth = 1
             s = s[m.end():]
             c = s[:1]  # ... --timestamps: the time is read with the wrappers below
-    for _ in range(3):  # nested wrappers: `docker logs -t` of a compose service, a time before a time
+    for _ in _NESTED:  # nested wrappers: `docker logs -t` of a compose service, a time before a time
         if not (c.isalnum() or c == ">"):
             break  # "[", "(", " ": no wrapper of these begins so
-        before = len(s)
+        before = s
         if c == ">":
             m = _QUOTE_RE.match(s)  # a quoted log inside a wrapper
             if m and m.end() < len(s):
@@ -320,9 +321,9 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
                     s = s[lm.end():]
                     c = s[:1]
                     break
-        if len(s) == before or not s:
+        if s is before or not s:
             break
-    wrap_end = len(text) - len(s)
+    wrap_end = 0 if s is text else len(text) - len(s)
     # --- process / rank prefixes -----------------------------------------------------------
     if c == "[" and s.startswith("[rank"):
         m = _RANK_RE.match(s)
