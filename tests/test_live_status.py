@@ -145,7 +145,7 @@ def test_status_of_a_unit_that_does_not_exist(testhost: TestHost, tmp_path: Path
     assert rc == 0
     assert items[0]["readiness"] == "inactive"
     assert items[0]["verdict"] == {"level": "error", "kind": "not_found", "evidence": [],
-                                   "sentence": "Unit sglang.service does not exist on this host."}
+                                   "sentence": "Unit sglang.service does not exist on this host: check its name (systemctl list-unit-files there lists the units)."}
 
 
 def test_status_says_nvidia_smi_is_missing(testhost: TestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
