@@ -17,6 +17,7 @@ import re
 import shutil
 import socket
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -120,9 +121,10 @@ def measure(case: str, host: TestHost | None, tmp_path: Path, monkeypatch: pytes
     rc_json, out, err_json = run_cli(capsys, "status", "--json", "--timeout", "20", "--config", cfg)
     item = json.loads(out)[0]
     rc_text, text, err_text = run_cli(capsys, "status", "--timeout", "20", "--config", cfg)
+    began = time.monotonic()
     rc_wait, wait_out, wait_err = run_cli(capsys, "wait", "gpu-a", "--timeout", "20s", "--config", cfg)
     return {"json": item, "rc": rc_json, "err": err_json, "text": text, "rc_text": rc_text, "err_text": err_text,
-            "wait_rc": rc_wait, "wait_out": wait_out, "wait_err": wait_err}
+            "wait_rc": rc_wait, "wait_out": wait_out, "wait_err": wait_err, "wait_s": time.monotonic() - began}
 
 
 # --- each case --------------------------------------------------------------------------------------
@@ -141,7 +143,7 @@ def _blind_checks(m: dict, probes: str, reason: str, words: tuple[str, ...]) -> 
     assert m["rc"] == m["rc_text"] == 4
     assert m["err"] == f"upwatch status: gpu-a: {v['sentence']} (exit 4)\n"
     assert f"  verdict     {v['sentence']}" in m["text"] or v["sentence"] in m["text"]
-    assert m["wait_rc"] == 4
+    assert m["wait_rc"] == 4 and m["wait_s"] < 12, m["wait_s"]  # at once, not after its 20 s timeout
     # wait gives up as soon as one of the two is known unreadable (which comes first is a race)
     assert m["wait_err"].startswith("gpu-a: Cannot read the ") and m["wait_err"].count("\n") == 1, m["wait_err"]
     for w in words:
@@ -204,6 +206,57 @@ def test_an_unreachable_host_reads_unknown(tmp_path: Path, monkeypatch: pytest.M
     assert m["rc"] == 4 and m["err"].startswith("upwatch status: gpu-a: ") and m["err"].endswith("(exit 4)\n")
     assert m["wait_rc"] == 4 and m["wait_err"].startswith("gpu-a: "), m
     assert {k["status"] for k in m["json"]["knowledge"].values()} <= {"failing", "never"}
+
+
+def test_a_restart_with_no_new_start_says_why_it_timed_out(testhost: TestHost, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    # The test host's systemctl takes the restart (exit 0) but its unit never starts again: the
+    # process systemctl show reports is the one from before (active-running, began 2025).
+    testhost.seed_log("sglang-ok-01.log")
+    setup_home(tmp_path, monkeypatch, testhost)
+    assert testhost.health is not None
+    cfg = hosts_toml(tmp_path, host_block("gpu-a", testhost.health.port))
+    rc, out, err = run_cli(capsys, "wait", "gpu-a", "--restart", "--timeout", "4s", "--config", cfg)
+    assert rc == 3, (out, err)
+    assert any(c.startswith("restart sglang.service") for c in testhost.log("systemctl.log"))
+    lines = out.splitlines()
+    assert lines and all(ln.endswith("(the process from before the restart)") for ln in lines), lines
+    assert err.startswith("gpu-a: not ready after 4 s: no start after the restart was seen: the unit's process "
+                          "(MainPID "), err
+    assert err.count("\n") == 1 and "before the restart; systemd says active/running" in err, err
+
+
+def test_status_watch_says_cannot_see_in_its_first_line(testhost: TestHost) -> None:
+    import asyncio
+    import io
+
+    from probes.watch import HostSpec
+    from tui.config import Config
+    from tui.status import watch
+
+    _no_systemd(testhost, Path())
+    assert testhost.health is not None
+    config = Config(hosts=(HostSpec("gpu-a", "sglang.service", ssh=testhost.target,
+                                    health_url=f"{testhost.health.url}/health"),), unit_interval_s=0.2)
+    out = io.StringIO()
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        task = asyncio.create_task(watch(config, out, stop=stop, timeout_s=10,
+                                         runner_factory=lambda s: testhost.runner(), history=None))
+        for _ in range(300):
+            if out.getvalue():
+                break
+            await asyncio.sleep(0.05)
+        stop.set()
+        await task
+
+    asyncio.run(main())
+    first = json.loads(out.getvalue().splitlines()[0])
+    assert first["verdict"]["kind"] == "cannot_see", first["verdict"]
+    assert first["verdict"]["sentence"].startswith("Cannot read the unit: systemd is not running on the host")
+    assert first["knowledge"]["unit"]["reason"] == "no_systemd"
 
 
 async def test_the_card_says_cannot_see_on_its_top_line(testhost: TestHost) -> None:
@@ -281,9 +334,11 @@ def test_the_readme_table_is_what_upwatch_says(case: str, tmp_path: Path, monkey
         assert (got if got is not None else "null") == value, (case, path, got)
     assert str(m["rc"]) == status_rc.strip("*")
     assert str(m["wait_rc"]) == wait_rc.strip("*")
-    begins = re.findall(r"`([^`]*)`", wait_err)
-    if begins:
-        assert m["wait_err"].startswith(begins[0]), (case, m["wait_err"])
+    said = [w.replace("HOST", "gpu-a").replace("UNIT", "sglang.service") for w in re.findall(r"`([^`]*)`", wait_err)]
+    if said:  # the first begins stderr; the others are in it
+        assert m["wait_err"].startswith(said[0]), (case, m["wait_err"])
+        for w in said[1:]:
+            assert w in m["wait_err"], (case, w, m["wait_err"])
     else:
         assert m["wait_err"] == "" and wait_err == "nothing", (case, m["wait_err"])
 
