@@ -32,11 +32,11 @@ REASONS: dict[str, tuple[str, str]] = {
     "sudo_refused": ("sudo -n refused",
                      "allow journalctl and systemctl for the SSH user without a password (NOPASSWD in sudoers)"),
     "no_systemd": ("systemd is not running on the host",
-                   "upwatch reads systemd units: run the server as a unit on a host booted with systemd "
-                   "(a user_unit needs the user's manager: loginctl enable-linger USER)"),
+                   ("upwatch reads systemd units: run the server as a unit on a host booted with systemd "
+                    "(a user_unit needs the user's manager: loginctl enable-linger USER)")),
     "no_journal_access": ("the SSH user may not read the system journal",
-                          "add it to the systemd-journal (or adm) group, or set sudo = true with NOPASSWD "
-                          "for journalctl and systemctl"),
+                          ("add it to the systemd-journal (or adm) group, or set sudo = true with NOPASSWD "
+                           "for journalctl and systemctl")),
     "unreadable": ("the command failed", "see the message; upwatch tries again"),
 }
 
@@ -92,4 +92,4 @@ def reason_words(reason: str, detail: str = "") -> str:
     return f"{head}: {fix}"
 
 
-__all__ = ["REASONS", "LASTING", "classify", "first_line", "reason_words"]
+__all__ = ["LASTING", "REASONS", "classify", "first_line", "reason_words"]

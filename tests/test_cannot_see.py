@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
 from test_live_status import host_block, hosts_toml, setup_home
 from testhost import TestHost
+
 from tui.cli import main
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
@@ -260,9 +260,10 @@ def test_status_watch_says_cannot_see_in_its_first_line(testhost: TestHost) -> N
 
 
 async def test_the_card_says_cannot_see_on_its_top_line(testhost: TestHost) -> None:
+    from test_widgets import One, screen_text
+
     from probes.clock import WallClock
     from probes.watch import HostSpec, HostWatcher
-    from test_widgets import One, screen_text
     from widgets.host_card import HostCard
 
     _sudo_missing(testhost, Path())

@@ -22,15 +22,15 @@ from probes.watch import access_problem
     ("Sorry, user ops is not allowed to execute '/usr/bin/journalctl -u x' as root on gpu-b.\n", 1, True,
      "sudo_refused"),
     # no systemd (measured: systemctl 252 on this machine), or the tool itself missing
-    ("System has not been booted with systemd as init system (PID 1). Can't operate.\n"
-     "Failed to connect to bus: Host is down\n", 1, False, "no_systemd"),
+    (("System has not been booted with systemd as init system (PID 1). Can't operate.\n"
+      "Failed to connect to bus: Host is down\n"), 1, False, "no_systemd"),
     ("Failed to connect to bus: No medium found\n", 1, False, "no_systemd"),
     ("sudo: systemctl: command not found\n", 1, True, "no_systemd"),
     ("bash: line 1: systemctl: command not found\n", 127, False, "no_systemd"),
     # no journal access (journalctl 252, src/shared/journal-util.c; measured as nobody)
     ("No journal files were opened due to insufficient permissions.\n", 1, False, "no_journal_access"),
-    ("Hint: You are currently not seeing messages from other users and the system.\n"
-     "      Users in groups 'adm', 'systemd-journal' can see all messages.\n", 0, False, "no_journal_access"),
+    (("Hint: You are currently not seeing messages from other users and the system.\n"
+      "      Users in groups 'adm', 'systemd-journal' can see all messages.\n"), 0, False, "no_journal_access"),
     # nothing to say
     ("", 0, False, None),
     ("Failed to get properties: Connection timed out\n", 1, False, None),
