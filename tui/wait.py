@@ -269,7 +269,9 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
                 grace_until = grace_until or time.monotonic() + LOG_GRACE_S
                 if time.monotonic() < grace_until:
                     code = None
-            text = tty_line(s, clock.now(), width) if tty else describe(s, old=is_old(s, since))
+            old = is_old(s, since)
+            text = (tty_line(s, clock.now(), width - 22 if old else width) + (" (before the restart)" if old else "")
+                    if tty else describe(s, old=old))
             if code is None and not answered(w):
                 # the journal's backlog is still coming: its first lines are history
                 text = f"{spec.name}: connecting…" if tty else last
