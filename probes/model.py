@@ -15,8 +15,8 @@ from datetime import datetime, timezone
 from probes.download import DownloadSample, progress_from, wanted
 from probes.journal import Record
 from probes.reader import Reading, StartupReader
-from probes.state import (GpuApps, GpuOrphans, GpuReading, Health, HostState, LogEntry, PhaseSpan, ProbeFailure, ProbeOk,
-                          Typical, UnitState, Verdict)
+from probes.state import (KNOWN_PROBES, GpuApps, GpuOrphans, GpuReading, Health, HostState, Knowledge, LogEntry,
+                          PhaseSpan, ProbeFailure, ProbeOk, Typical, UnitState, Verdict)
 from probes.verdict import verdict_for
 
 #: How many log entries a host keeps for the log pane (oldest dropped first).
@@ -94,6 +94,8 @@ class HostModel:
         self._gpu_hist: dict[int, deque[tuple[float | None, int | None]]] = {}
         self._download: deque[DownloadSample] = deque(maxlen=DOWNLOAD_KEEP)
         self._failures: dict[str, ProbeFailure] = {}
+        #: per probe, when it last delivered (epoch seconds): the "read" of its knowledge
+        self._read: dict[str, float | None] = {}
         self._last_log_at: float | None = None
         self._newest: float | None = None
         self._reading: Reading | None = None
@@ -121,6 +123,7 @@ class HostModel:
                     self._manual_start_at = self._unit.time if self._unit is not None else event.time
                 self._last_nrestarts = n
             self._unit = event
+            self._read["unit"] = event.time
             if self._health_ok_proc == "pending" and event.running:
                 self._health_ok_proc = (event.main_pid, event.invocation_id)
             self._seen(event.time)
@@ -129,6 +132,7 @@ class HostModel:
             self._seen(event.time)
         elif isinstance(event, GpuReading):
             self._gpus = event
+            self._read["gpu"] = event.time
             total = sum(g.mem_used_mib for g in event.gpus if g.mem_used_mib is not None)
             if self._gpu_total is None or abs(total - self._gpu_total) >= GPU_CHANGE_MIB:
                 if self._gpu_total is not None:
@@ -161,6 +165,7 @@ class HostModel:
             elif not ok:
                 self._health_ok_proc = None
             self._health = event
+            self._read["health"] = event.time
             self._seen(event.time)
         elif isinstance(event, ProbeFailure):
             if event.kind not in CONNECTION_KINDS:
@@ -177,6 +182,7 @@ class HostModel:
             self._typical = event
         elif isinstance(event, ProbeOk):
             self._failures.pop(event.probe, None)
+            self._read.setdefault(event.probe, event.time)  # e.g. a journal follow open on no entries
             # One probe got through, so the connection is back: connection failures of the others
             # are over too (a quiet journal stream has nothing to say that it reconnected; if it
             # did not, it fails again on its own).
@@ -212,6 +218,8 @@ class HostModel:
         if t is not None:
             self._last_log_at = t
             self._seen(t)
+        if t is not None or "journal" not in self._read:
+            self._read["journal"] = t  # None: an entry with no time (still read)
         stamp = rec.stamp
         for text in rec.texts:
             self.reader.feed(text, self.seq, stamp=stamp, ident=rec.ident, systemd=rec.systemd,
@@ -222,6 +230,10 @@ class HostModel:
     def unreachable(self) -> bool:
         """Whether some probe lost the connection to the host (and it has not come back)."""
         return any(f.kind in CONNECTION_KINDS for f in self._failures.values())
+
+    def has_read(self, probe: str) -> bool:
+        """Whether ``probe`` has delivered at least once (cheap)."""
+        return probe in self._read
 
     def failing(self, probe: str) -> bool:
         """Whether ``probe`` (``journal``, ``unit``, ``gpu``, ``health``) is failing now (cheap)."""
@@ -355,8 +367,21 @@ class HostModel:
             health_early_since=self._health_early_since,
             gpu_orphans=self._gpu_orphans.orphans if self._gpu_orphans is not None else None,
             typical=self._typical_for(r),
-            updated=self._newest,
+            updated=self._newest, knowledge=self._knowledge(),
         )
+
+    def _knowledge(self) -> tuple[Knowledge, ...]:
+        """Per probe of :data:`~probes.state.KNOWN_PROBES`: failing (since, why), read (when), or never."""
+        out = []
+        for p in KNOWN_PROBES:
+            f = self._failures.get(p)
+            if f is not None:
+                out.append(Knowledge(p, "failing", f.time, f.message, f.reason))
+            elif p in self._read:
+                out.append(Knowledge(p, "read", self._read[p]))
+            else:
+                out.append(Knowledge(p, "never"))
+        return tuple(out)
 
     def _typical_for(self, r: Reading) -> Typical | None:
         """The typical durations given, while they are of this start's model and arguments."""

@@ -210,13 +210,16 @@ class ProbeFailure:
     """A probe could not get its data. ``probe`` is ``journal``, ``unit``, ``gpu``, ``gpu_apps``,
     ``health`` or ``download``; ``kind`` is a :class:`probes.runner.ProbeError` kind; ``message`` is host text
     (plain); ``attempt`` counts the failed connection attempts in a row (0: none yet, e.g. the
-    link just dropped)."""
+    link just dropped); ``reason`` says why the unit or journal cannot be read
+    (:data:`probes.access.REASONS`: ``sudo_missing``, ``sudo_refused``, ``no_systemd``,
+    ``no_journal_access``), "" when not known."""
 
     time: float
     probe: str
     kind: str
     message: str
     attempt: int = 0
+    reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,12 +230,38 @@ class ProbeOk:
     probe: str
 
 
+#: The probes whose knowledge a :class:`HostState` states (:attr:`HostState.knowledge`).
+KNOWN_PROBES = ("unit", "journal", "gpu", "health")
+
+
+@dataclass(frozen=True, slots=True)
+class Knowledge:
+    """What one probe has told upwatch about the host: the basis of every verdict.
+
+    Attributes:
+        probe: ``unit``, ``journal``, ``gpu`` or ``health``.
+        status: ``read`` (it delivered, and is not failing now), ``failing`` (its last try failed;
+            whatever it read before is old) or ``never`` (neither data nor a failure yet).
+        since: ``read``: when it last delivered (epoch seconds; for the journal, its newest
+            entry's time, or when the follow opened on an empty journal); ``failing``: when it
+            began failing; ``never``: None.
+        why: ``failing``: the failure's message (host text), else "".
+        reason: ``failing``: the :class:`ProbeFailure` reason id ("" when not known), else "".
+    """
+
+    probe: str
+    status: str
+    since: float | None = None
+    why: str = ""
+    reason: str = ""
+
+
 # --- the snapshot: what views render --------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """One sentence that says what is wrong, with a level from :data:`LEVELS`, the rule's id
-    (``stale``, ``ssh``, ``not_found``, ``restart_loop``, ``failed``, ``unit_failed``,
+    (``stale``, ``ssh``, ``cannot_see``, ``not_found``, ``restart_loop``, ``failed``, ``unit_failed``,
     ``gpu_orphans``, ``stalled``, ``stale_health``, ``not_serving``, ``no_gpu_memory``,
     ``previous_failed``, ``slower``, ``unhealthy``; "" when not given) and the evidence, one short line each."""
 
@@ -343,6 +372,8 @@ class HostState:
         download: the current start's download into the hub cache (bytes, expected total, rate,
             ETA; :mod:`probes.download`), while the start is in ``download`` or in a silent
             ``weights`` and the folder grows; None otherwise.
+        knowledge: per probe of :data:`KNOWN_PROBES`, in that order, what it has told
+            (:class:`Knowledge`: read, failing since when and why, or never answered).
     """
 
     host: str
@@ -388,6 +419,14 @@ class HostState:
     port: int | None = None
     health_early_since: float | None = None
     download: DownloadProgress | None = None
+    knowledge: tuple[Knowledge, ...] = ()
+
+    def known(self, probe: str) -> Knowledge:
+        """What ``probe`` (one of :data:`KNOWN_PROBES`) has told; ``never`` when not listed."""
+        for k in self.knowledge:
+            if k.probe == probe:
+                return k
+        return Knowledge(probe, "never")
 
     def failure(self, probe: str) -> ProbeFailure | None:
         """The current failure of ``probe`` (``journal``, ``unit``, ``gpu``, ``health``), or None."""

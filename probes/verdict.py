@@ -1,7 +1,9 @@
 """Verdicts: pure rules over a :class:`~probes.state.HostState` and the clock → one sentence.
 
 The first rule that matches wins; rules are ordered by what an operator must know first
-(no data, no unit, a loop, a failure, a stall, a lie). ``judge`` returns the state with its
+(no data: the host out of reach, or its unit or journal that cannot be read; no unit, a loop, a
+failure, a stall, a lie). A host state is only as good as what was read: nothing says "fine"
+while the unit or the journal probe is failing. ``judge`` returns the state with its
 ``verdict`` set (None when nothing is wrong).
 """
 
@@ -11,6 +13,7 @@ import dataclasses
 import time as _time
 from collections.abc import Mapping
 
+from probes.access import LASTING
 from probes.engines.base import PHASES
 from probes.eta import slower_sentence
 from probes.state import HostState, Verdict
@@ -89,6 +92,46 @@ def _stale(s: HostState) -> Verdict:
     words = reconnect_words(s)
     tail = "; showing the last known state." if s.updated is not None else "."
     return Verdict("warning", kind="stale", sentence=f"{words[0].upper()}{words[1:]}{why}{tail}")
+
+
+#: The probes without which a host state says nothing (a GPU or health failure only degrades its cell).
+SIGHT_PROBES = ("unit", "journal")
+#: Failure kinds that mean the connection, not the command: the ``stale`` rule says those.
+_CONNECTION = frozenset({"unreachable", "closed", "timeout", "auth", "host_key"})
+
+
+def blind_failures(s: HostState) -> tuple:
+    """The failures of the unit and journal probes that are not the connection's (the command ran
+    on the host and could not read): what the ``cannot_see`` rule speaks of, unit first."""
+    return tuple(f for p in SIGHT_PROBES if (f := s.failure(p)) is not None and f.kind not in _CONNECTION)
+
+
+def cannot_see_lasting(s: HostState) -> bool:
+    """Whether upwatch cannot read the unit or the journal for a reason that waiting does not cure
+    (:data:`probes.access.LASTING`: sudo missing or refusing, no systemd, no journal access)."""
+    return any(f.reason in LASTING or f.kind == "permission" for f in blind_failures(s))
+
+
+def _cannot_see(s: HostState) -> Verdict | None:
+    """``Cannot read the unit: sudo is not installed on the host (...): install sudo there, ...``:
+    what could not be read, why, and the fix; None when the unit and journal probes are not failing
+    on the host."""
+    fails = blind_failures(s)
+    if not fails:
+        return None
+    what = " or ".join(f"the {f.probe}" for f in fails)
+    words: list[str] = []
+    said: set[str] = set()
+    for f in fails:
+        key = f.reason or f.message
+        if key in said:
+            continue  # the unit and the journal refused for the same reason: said once
+        said.add(key)
+        # A failure with a reason reads "<probe's prefix>: <what (tool's line): fix>" (probes/watch.py).
+        words.append(f.message.partition(": ")[2] or f.message if f.reason else f.message)
+    evidence = tuple(f"{f.probe}: failing since {_clock(f.time)}: {f.message[:200]}" for f in fails)
+    sentence = f"Cannot read {what}: {'; '.join(words).rstrip('.')}."
+    return Verdict("warning", kind="cannot_see", sentence=sentence, evidence=evidence)
 
 
 def _unit_failed(s: HostState) -> Verdict:
@@ -213,9 +256,14 @@ def verdict_for(s: HostState, now: float, stall_after: Mapping[str, float] | Non
     """
     if s.stale_since is not None:
         return _stale(s)
+    blind = _cannot_see(s)
+    if blind is not None:
+        return blind
     u = s.unit_state
     if u is not None and u.load_state == "not-found":
-        return Verdict("error", kind="not_found", sentence=f"Unit {s.unit} does not exist on this host.")
+        return Verdict("error", kind="not_found",
+                       sentence=f"Unit {s.unit} does not exist on this host: check its name "
+                                f"(systemctl list-unit-files there lists the units).")
     cause = s.cause or (s.error.cause if s.error is not None else None)
     gave_up = systemd_gave_up(s)
     orphans = tuple(s.gpu_orphans or ())
@@ -312,18 +360,25 @@ def verdict_for(s: HostState, now: float, stall_after: Mapping[str, float] | Non
 
 
 #: Headlines in the order an operator must see them (worst first).
-HEADLINES = ("failed", "unreachable", "restart loop", "stalled", "loading", "ready", "stopped", "waiting")
+HEADLINES = ("failed", "unreachable", "cannot see", "no such unit", "restart loop", "stalled", "loading", "ready",
+             "stopped", "waiting")
 
 
 def headline(s: HostState) -> str:
     """A host's condition in one or two words, worse than its start's state when the verdict says
-    so: ``failed``, ``unreachable`` (never reached, or the SSH login is refused), ``restart loop``,
-    ``stalled`` (a loading start gone silent), ``loading``, ``ready``, ``stopped``, ``waiting``."""
+    so: ``failed``, ``unreachable`` (never reached, or the SSH login is refused), ``cannot see``
+    (the unit or the journal cannot be read: the verdict says why), ``no such unit``,
+    ``restart loop``, ``stalled`` (a loading start gone silent), ``loading``, ``ready``,
+    ``stopped``, ``waiting``."""
     if s.state == "failed":
         return "failed"
     kind = s.verdict.kind if s.verdict is not None else ""
     if kind == "ssh" or (s.stale_since is not None and s.updated is None):
         return "unreachable"  # never got through, or the login is refused: nothing is known
+    if kind == "cannot_see":
+        return "cannot see"
+    if kind == "not_found":
+        return "no such unit"
     if s.restart_loop or kind == "restart_loop":
         return "restart loop"
     if kind == "stalled":
@@ -339,5 +394,5 @@ def judge(s: HostState, now: float, stall_after: Mapping[str, float] | None = No
     return dataclasses.replace(s, verdict=v)
 
 
-__all__ = ["PHASES", "PHASE_LABELS", "CAUSE_WORDS", "STALL_AFTER_S", "HEADLINES", "fmt_span",
-           "cause_words", "headline", "verdict_for", "judge"]
+__all__ = ["PHASES", "PHASE_LABELS", "CAUSE_WORDS", "STALL_AFTER_S", "HEADLINES", "SIGHT_PROBES", "fmt_span",
+           "cause_words", "headline", "verdict_for", "judge", "blind_failures", "cannot_see_lasting"]

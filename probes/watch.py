@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from probes import access
 from probes import download as download_probe
 from probes import gpu as gpu_probe
 from probes import health as health_probe
@@ -208,34 +209,30 @@ def journal_argv(unit: str, cursor: str | None, backlog: int, *, since: float | 
     return argv
 
 
-#: What journalctl or sudo print when the SSH user may not read the unit's journal (FORMATS.md
-#: 2.x: ``-o json`` prints nothing at all then, so a plain-format look detects it).
-_NO_ACCESS_MARKS = (
-    "not seeing messages from other users",
-    "insufficient permissions",
-    "no journal files were opened",
-)
-_SUDO_MARKS = ("a password is required", "a terminal is required", "is not in the sudoers",
-               "may not run sudo", "sudo: not found", "sudo: command not found")
-
-
 def journal_access_problem(stdout: bytes, stderr: bytes, returncode: int, *, sudo: bool) -> str | None:
     """Why the journal cannot be read, from ``journalctl -u UNIT -n 1 -o cat`` run as the probes
-    run it (format: journalctl's hint, ``src/shared/journal-util.c``, systemd 239-257; sudo's
-    messages), or None when it can.
+    run it (``-o json`` prints nothing at all for a user who may not read it, so a plain-format
+    look detects it; the texts are :mod:`probes.access`'s), or None when it can.
 
     Returns:
         One line for the operator with what to do, e.g. ``the SSH user may not read the system
-        journal: add it to the systemd-journal group, or set sudo = true``.
+        journal (No journal files were opened ...): add it to the systemd-journal (or adm) group,
+        or set sudo = true with NOPASSWD for journalctl and systemctl``.
     """
-    text = (stderr + b"\n" + stdout).decode("utf-8", "replace").lower()
-    if sudo and any(m in text for m in _SUDO_MARKS):
-        first = next((ln.strip() for ln in text.splitlines() if "sudo" in ln), "sudo refused")
-        return f"sudo -n refused ({first[:120]}): allow journalctl and systemctl without a password (NOPASSWD)"
-    if any(m in text for m in _NO_ACCESS_MARKS):
-        return ("the SSH user may not read the system journal: add it to the systemd-journal (or adm) "
-                "group, or set sudo = true for this host")
-    return None
+    found = access_problem(stdout, stderr, returncode, sudo=sudo)
+    return found[1] if found is not None else None
+
+
+def access_problem(stdout: bytes, stderr: bytes, returncode: int | None, *,
+                   sudo: bool) -> tuple[str, str] | None:
+    """``(reason id, one line with the fix)`` when a ``systemctl``/``journalctl`` command's output
+    says the host cannot be read (:func:`probes.access.classify`), else None."""
+    text = (stderr + b"\n" + stdout).decode("utf-8", "replace")
+    reason = access.classify(text, returncode, sudo=sudo)
+    if reason is None:
+        return None
+    return reason, access.reason_words(reason, access.first_line(stderr.decode("utf-8", "replace"))
+                                       or access.first_line(text))
 
 
 class HostWatcher:
@@ -428,15 +425,17 @@ class HostWatcher:
         self.model.apply(event)
         self._changed()
 
-    def _fail(self, probe: str, kind: str, message: str) -> None:
+    def _fail(self, probe: str, kind: str, message: str, reason: str = "") -> None:
         attempt = getattr(self.runner, "attempts", 0)
         self._apply(ProbeFailure(self.clock.now(), probe, kind, message,
-                                 attempt if isinstance(attempt, int) else 0))
+                                 attempt if isinstance(attempt, int) else 0, reason))
 
-    def _ok(self, probe: str) -> None:
+    def _ok(self, probe: str, *, first: bool = False) -> None:
         """``probe`` got its data: its failure is over, and so is any lost connection (a quiet
-        journal stream that reconnected has nothing else to say that it did)."""
-        if self.model.failing(probe) or self.model.unreachable():
+        journal stream that reconnected has nothing else to say that it did). ``first``: also
+        when the probe has never delivered (its knowledge becomes "read")."""
+        if self.model.failing(probe) or self.model.unreachable() or (
+                first and not self.model.has_read(probe)):
             self._apply(ProbeOk(self.clock.now(), probe))
 
     async def _retry(self, delay: float, kind: str = "command") -> float:
@@ -472,13 +471,13 @@ class HostWatcher:
         t = u.inactive_exit_at or u.started_at
         return t - 1.0 if t is not None else None  # timestamps are printed in whole seconds
 
-    async def _journal_access(self) -> str | None:
+    async def _journal_access(self) -> tuple[str, str] | None:
         """Look once at the journal in a plain format, which (unlike ``-o json``) says when the
-        user may not read it. Returns the problem, or None."""
+        user may not read it. Returns ``(reason id, the problem)``, or None."""
         unit_flag = "--user-unit" if self.spec.user_unit else "-u"
         done = await self.runner.run(self._privileged(
             ["journalctl", unit_flag, self.spec.unit, "-n", "1", "-o", "cat", "--no-pager"]), timeout=30.0)
-        return journal_access_problem(done.stdout, done.stderr, done.returncode, sudo=self.spec.sudo)
+        return access_problem(done.stdout, done.stderr, done.returncode, sudo=self.spec.sudo)
 
     async def _journal(self) -> None:
         delay = self.retry_s
@@ -489,10 +488,13 @@ class HostWatcher:
                 if not checked:
                     problem = await self._journal_access()
                     if problem is not None:
-                        self._fail("journal", "permission", f"{self.spec.name}: {problem}")
+                        reason, words = problem
+                        self._fail("journal", "permission" if reason != "no_systemd" else "command",
+                                   f"{self.spec.name}: {words}", reason)
                         delay = await self._retry(delay)
                         continue
                     checked = True
+                    self._ok("journal", first=True)  # readable: known as read even before an entry
                 since = None if self.cursor else await self._journal_since()
                 argv = self._privileged(journal_argv(self.spec.unit, self.cursor, self.spec.backlog,
                                                      since=since, user_unit=self.spec.user_unit))
@@ -624,8 +626,13 @@ class HostWatcher:
                     us = unit_probe.parse_show(text, self.clock.now())
                 except ValueError as exc:
                     err = done.stderr.decode("utf-8", "replace").strip()
-                    raise ProbeError("permission" if self.spec.sudo and "sudo" in err else "command",
-                                     f"systemctl show: {err.splitlines()[0][:200] if err else exc}") from None
+                    found = access_problem(done.stdout, done.stderr, done.returncode, sudo=self.spec.sudo)
+                    reason, words = found if found is not None else ("", err.splitlines()[0][:200] if err else str(exc))
+                    self._fail("unit", "permission" if reason.startswith("sudo_") else "command",
+                               f"systemctl show: {words}", reason)
+                    self._unit_seen.set()
+                    delay = await self._retry(delay)
+                    continue
             except ProbeError as exc:
                 self._fail("unit", exc.kind, exc.message)
                 self._unit_seen.set()

@@ -204,7 +204,8 @@ def test_demo_refuses_hosts_and_help_texts(capsys) -> None:
     with pytest.raises(SystemExit):
         cli.main(["status", "--help"])
     out = capsys.readouterr().out
-    assert "0 every host answered, 4 at least one host could not be reached" in out
+    assert "0 every host answered and its unit and journal were read, 4 at least one" in out
+    assert "its unit or journal cannot be read" in out.replace("\n", " ")
     assert "~/.config/upwatch/hosts.toml" in out and "[user@]host[:port]/unit" in out
 
 

@@ -145,7 +145,7 @@ def test_status_of_a_unit_that_does_not_exist(testhost: TestHost, tmp_path: Path
     assert rc == 0
     assert items[0]["readiness"] == "inactive"
     assert items[0]["verdict"] == {"level": "error", "kind": "not_found", "evidence": [],
-                                   "sentence": "Unit sglang.service does not exist on this host."}
+                                   "sentence": "Unit sglang.service does not exist on this host: check its name (systemctl list-unit-files there lists the units)."}
 
 
 def test_status_says_nvidia_smi_is_missing(testhost: TestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -266,9 +266,12 @@ def test_a_user_who_may_not_read_the_journal_is_told_how_to_fix_it(
     setup_home(tmp_path, monkeypatch, testhost)
     assert testhost.health is not None
     rc, items = status_json(capsys, "--config", hosts_toml(tmp_path, host_block("gpu-a", testhost.health.port)))
-    assert rc == 0 and items[0]["connection"] == "ok"
+    # reached, but the journal cannot be read: not "nothing wrong seen" and not exit 0
+    assert rc == 4 and items[0]["connection"] == "ok"
     assert "systemd-journal" in items[0]["probe_errors"]["journal"]
     assert "sudo = true" in items[0]["probe_errors"]["journal"]
+    assert items[0]["verdict"]["kind"] == "cannot_see"
+    assert items[0]["knowledge"]["journal"]["reason"] == "no_journal_access"
 
 
 def test_sudo_hosts_run_journalctl_and_systemctl_with_sudo_n(

@@ -173,7 +173,7 @@ def test_ready_but_unhealthy_is_a_warning():
 
 def test_unit_not_found_is_said():
     s = dataclasses.replace(_loading(), unit_state=_unit("inactive", "dead", load="not-found"))
-    assert verdict_for(s, 0.0).sentence == "Unit sglang.service does not exist on this host."
+    assert verdict_for(s, 0.0).sentence == "Unit sglang.service does not exist on this host: check its name (systemctl list-unit-files there lists the units)."
 
 
 def test_fmt_span():

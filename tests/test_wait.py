@@ -18,10 +18,16 @@ FAST = Config(hosts=(), unit_interval_s=0.2, health_interval_s=0.2)
 
 
 def wait_on(host: SystemdHost, unit: str, port: int, **kw) -> tuple[int, str]:
-    out = io.StringIO()
+    """Run ``wait``; returns the exit status and what it wrote: stdout, then stderr (the reason of
+    a non-zero exit goes there, and only there)."""
+    out, err = io.StringIO(), io.StringIO()
     spec = HostSpec("gpu-node-3", unit, ssh=host.target, engine="sglang", port=port)
-    code = run_wait(spec, out=out, tty=False, config=FAST, runner_factory=lambda s: host.runner(), **kw)
-    return code, out.getvalue()
+    code = run_wait(spec, out=out, tty=False, config=FAST, runner_factory=lambda s: host.runner(), err=err, **kw)
+    if code == EXIT_READY:
+        assert err.getvalue() == ""
+    else:
+        assert err.getvalue().strip(), "a non-zero exit says why on stderr"
+    return code, out.getvalue() + err.getvalue()
 
 
 def test_parse_duration() -> None:
@@ -77,7 +83,7 @@ def test_a_hung_start_times_out_with_3(systemd_host: SystemdHost) -> None:
     systemd_host.add_unit("hung.service", llm_unit("sglang-ok-01.log", port=30008, hang_at="Load weight begin"))
     code, out = wait_on(systemd_host, "hung.service", 30008, restart=True, until="ready", timeout_s=4)
     assert code == EXIT_TIMEOUT, out
-    assert out.splitlines()[-1] == "gpu-node-3: not ready after 4 s"
+    assert out.splitlines()[-1] == "gpu-node-3: not ready after 4 s: the start is still in Weight load", out
 
 
 def test_an_unreachable_host_exits_4() -> None:
@@ -115,16 +121,16 @@ def test_health_from_the_old_process_does_not_end_the_wait(systemd_host: Systemd
                               "h.HTTPServer(('127.0.0.1', 30098), H).serve_forever()\n"])
     systemd_host.add_unit("slow.service", llm_unit("sglang-ok-01.log", port=30009, hang_at="Load weight begin"),
                           start=True)
-    out = io.StringIO()
+    out, err = io.StringIO(), io.StringIO()
     spec = HostSpec("gpu-node-3", "slow.service", ssh=systemd_host.target, engine="sglang",
                     health_url="http://127.0.0.1:30098/health")
     code = run_wait(spec, out=out, tty=False, config=FAST, runner_factory=lambda s: systemd_host.runner(),
-                    restart=True, until="ready", timeout_s=6)
+                    restart=True, until="ready", timeout_s=6, err=err)
     lines = out.getvalue().splitlines()
     assert code == EXIT_TIMEOUT, lines
-    end = lines.index("gpu-node-3: not ready after 6 s")
-    # then why, when a verdict has formed by then (the answer is someone else's)
-    assert all(line.startswith("  /health answers") for line in lines[end + 1:]), lines
+    # why, on stderr: a verdict has formed by then (the answer is someone else's), or the phase
+    assert err.getvalue().startswith("gpu-node-3: not ready after 6 s: "), err.getvalue()
+    assert ("/health answers" in err.getvalue() or "still in Weight load" in err.getvalue()), err.getvalue()
     assert any("loading · Weight load" in line for line in lines), lines  # it saw the new start loading
     assert not any(": ready" in line for line in lines), lines
     assert not any(line.endswith("· healthy") for line in lines if "Weight load" in line), lines
@@ -149,5 +155,5 @@ def test_a_unit_that_does_not_exist_exits_1_at_once(systemd_host: SystemdHost) -
     started = time.monotonic()
     code, out = wait_on(systemd_host, "nosuch.service", 30000, restart=False, until="ready", timeout_s=60)
     assert code == EXIT_FAILED, out
-    assert out.splitlines()[-1] == "gpu-node-3: Unit nosuch.service does not exist on this host."
+    assert out.splitlines()[-1] == "gpu-node-3: Unit nosuch.service does not exist on this host: check its name (systemctl list-unit-files there lists the units)."
     assert time.monotonic() - started < 30  # not the timeout, nor the wait for a decisive line

@@ -101,11 +101,12 @@ def test_the_lines() -> None:
     assert len(tty_line(s, T0 + 172, width=30)) <= 29
     hostile = state(host="h", error=ErrorLine(1, "\x1b[31mboom\x1b[0m\r", "unknown", "[bold]x"), state="failed",
                     verdict=Verdict("error", "Start failed: \x1b[2J", "failed"))
-    out = io.StringIO()
+    out, err = io.StringIO(), io.StringIO()
     from tui.wait import _final
-    _final(hostile, EXIT_FAILED, out)
-    assert "\x1b" not in out.getvalue() and "\r" not in out.getvalue()
-    assert "  decisive line: ?[31mboom?[0m?" in out.getvalue()
+    _final(hostile, EXIT_FAILED, out, err)
+    assert out.getvalue() == ""  # the reason of a failure goes to stderr
+    assert "\x1b" not in err.getvalue() and "\r" not in err.getvalue()
+    assert "  decisive line: ?[31mboom?[0m?" in err.getvalue()
 
 
 def test_read_only_refuses_restart_before_connecting() -> None:
@@ -118,12 +119,12 @@ def test_read_only_refuses_restart_before_connecting() -> None:
         def __getattr__(self, name):  # any use of the runner is a failure of this test
             raise AssertionError(f"the runner was used: {name}")
 
-    out = io.StringIO()
+    out, err = io.StringIO(), io.StringIO()
     code = asyncio.run(wait(HostSpec("gpu-node-3", "sglang.service", ssh="gpu-node-3"), NoRunner(),
                             restart=True, until="ready", timeout_s=5, out=out, tty=False,
-                            config=Config(hosts=(), read_only=True)))
-    assert code == EXIT_UNREACHABLE
-    assert out.getvalue() == "gpu-node-3: --restart refused: read-only (read_only = true in the configuration)\n"
+                            config=Config(hosts=(), read_only=True), err=err))
+    assert code == EXIT_UNREACHABLE and out.getvalue() == ""
+    assert err.getvalue() == "gpu-node-3: --restart refused: read-only (read_only = true in the configuration)\n"
 
 
 @pytest.mark.parametrize("argv", [["wait"], ["wait", "nohost"], ["wait", "a/b.service", "c/d.service"],

@@ -13,7 +13,7 @@ Subcommands:
   where each value came from. Exit 0, or 2 when the configuration is wrong.
 * ``upwatch status [--json] [--timeout S] [--config PATH] [HOST/UNIT | NAME ...]``: one look at each
   host, printed (:func:`tui.status.run_status`). Exit 0 every host answered, 4 one could not be
-  reached, 2 bad configuration or arguments.
+  reached or its unit or journal cannot be read (why on stderr), 2 bad configuration or arguments.
 
 * ``upwatch history [--json] [HOST ...]``: how long earlier starts took, per host, unit, model and
   engine arguments (:func:`tui.history.run_history`). Exit 0, or 2 when the history cannot be read.
@@ -150,8 +150,10 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Look at each host once (unit, log, GPUs, health) and print one summary per host.\n\n"
                     f"{_WHERE}\n{_QUICK}\n\n"
-                    "Exit status: 0 every host answered, 4 at least one host could not be reached,\n"
-                    "2 bad configuration or arguments (e.g. a HOST name that is not configured).\n\n"
+                    "Exit status: 0 every host answered and its unit and journal were read, 4 at least one\n"
+                    "host could not be reached or gave no answer, or its unit or journal cannot be read\n"
+                    "(sudo missing or refusing, no systemd, no journal access; one line on stderr per host\n"
+                    "says why), 2 bad configuration or arguments (e.g. a HOST name that is not configured).\n\n"
                     "--watch prints, per host, a first JSON line once it answered (or after --timeout),\n"
                     "then one line whenever its state, phase, progress step, readiness rung, verdict or\n"
                     "connection changes; each line is the --json object plus \"time\" and \"changed\".\n"
@@ -173,8 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "that process; with --until serving also a one-token generation.\n\n"
                     f"{_WHERE}\n{_QUICK}\n\n"
                     "Exit status: 0 ready, 1 the start failed (the decisive line and hint are printed),\n"
-                    "2 restart loop, 3 timeout, 4 unreachable or not allowed (SSH, sudo, journal access,\n"
-                    "read_only = true with --restart), 64 bad arguments or configuration.\n\n"
+                    "2 restart loop, 3 timeout, 4 unreachable, not allowed or cannot see (SSH; sudo missing\n"
+                    "or refusing; no systemd; no journal access; read_only = true with --restart), 64 bad\n"
+                    "arguments or configuration. Every exit but 0 says why on stderr.\n\n"
                     "On a terminal one line is redrawn in place (phase, progress bar, time, ETA from\n"
                     "earlier starts); otherwise one line is printed per change of state, phase, progress\n"
                     "step or readiness rung, then the outcome.",

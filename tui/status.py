@@ -5,8 +5,11 @@ The same engine as the dashboard (one :class:`~probes.watch.HostWatcher` per hos
 screen. A host has answered when each probe delivered or failed once and its journal backlog has
 been read (no new entry for :data:`JOURNAL_QUIET_S`); the wait is bounded by ``--timeout``.
 
-Exit status: 0 every host answered; 4 at least one could not be reached (connection, login or
-host key). JSON (``--json``): a list with one object per host; see :func:`host_json`.
+Exit status: 0 every host answered and its unit and journal could be read; 4 at least one could
+not be reached (connection, login or host key), gave no answer, or was reached but its unit or
+journal cannot be read (the ``cannot_see`` verdict: sudo missing or refusing, no systemd, no
+journal access); each such host gets one line on stderr saying why. JSON (``--json``): a list with
+one object per host; see :func:`host_json`.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from probes.download import download_words
 from probes.gpu import NvmlSource
 from probes.history import History
 from probes.model import CONNECTION_KINDS
-from probes.verdict import systemd_gave_up
+from probes.verdict import blind_failures, headline, systemd_gave_up
 from probes.runner import Runner
 from probes.state import HostState
 from probes.watch import HostSpec, HostWatcher
@@ -52,7 +55,7 @@ def host_json(spec: HostSpec, s: HostState, now: float | None = None) -> dict[st
     """One host's snapshot as a JSON-ready dict.
 
     Keys: ``host``, ``unit``, ``engine``, ``state`` (``waiting``, ``loading``, ``ready``,
-    ``failed``, ``stopped``), ``phase`` (DESIGN.md phase id), ``progress`` (``{"phase", "done",
+    ``failed``, ``stopped``), ``headline`` (the card's word: :func:`probes.verdict.headline`), ``phase`` (DESIGN.md phase id), ``progress`` (``{"phase", "done",
     "total", "fraction"}`` or null), ``readiness`` (DESIGN.md ladder: ``inactive``,
     ``port_closed``, ``http_unhealthy``, ``healthy``, ``serving``, or ``unknown``), ``restarts``
     (NRestarts, or null), ``restart_loop`` (null, or ``{"starts", "causes", "gave_up"}``), ``gpus`` (list of ``index``, ``name``,
@@ -63,6 +66,10 @@ def host_json(spec: HostSpec, s: HostState, now: float | None = None) -> dict[st
     ``command``, ``mem_mib``, ``gpu_index`` of processes holding GPU memory outside the unit's
     cgroup; null before a look), ``connection`` (``ok`` or the reason), ``probe_errors`` (probe → message),
     ``typical`` (earlier comparable starts, see :func:`typical_json`; ``now``: the clock's, for the ETA).
+    ``knowledge`` (``unit``, ``journal``, ``gpu``, ``health`` → ``{"status" (read, failing, never),
+    "since" (ISO 8601: last delivered, or failing since; null for never), "why" (the failure's
+    message, or null), "reason" (why the unit or journal cannot be read: ``sudo_missing``,
+    ``sudo_refused``, ``no_systemd``, ``no_journal_access``; null otherwise)}``).
     ``download`` (``{"bytes", "expected_bytes", "rate_bps", "eta_s"}`` while a start downloads into
     the hub cache, the folder measured; ``expected_bytes``, ``rate_bps``, ``eta_s`` null when
     unknown; null otherwise).
@@ -79,6 +86,7 @@ def host_json(spec: HostSpec, s: HostState, now: float | None = None) -> dict[st
         "unit": s.unit,
         "engine": s.engine,
         "state": s.state,
+        "headline": headline(s),
         "phase": s.phase,
         "progress": ({"phase": p.phase, "done": p.done, "total": p.total, "fraction": round(p.fraction, 4)}
                      if p is not None else None),
@@ -103,6 +111,8 @@ def host_json(spec: HostSpec, s: HostState, now: float | None = None) -> dict[st
                          for o in s.gpu_orphans] if s.gpu_orphans is not None else None),
         "connection": connection_text(s),
         "probe_errors": {f.probe: f.message for f in s.failures},
+        "knowledge": {k.probe: {"status": k.status, "since": _local(k.since), "why": k.why or None,
+                                "reason": k.reason or None} for k in s.knowledge},
         "typical": typical_json(s, now),
         "download": ({"bytes": d.bytes, "expected_bytes": d.expected_bytes,
                       "rate_bps": round(d.rate_bps, 1) if d.rate_bps is not None else None,
@@ -135,15 +145,10 @@ def format_host(spec: HostSpec, s: HostState, connection: str | None = None, now
     """One host's snapshot as a few aligned lines of plain text (host text is not interpreted);
     ``connection`` overrides :func:`connection_text` (e.g. "no answer within 15 s"); ``now`` (epoch
     seconds) adds how earlier comparable starts went (``graph capture 1:12 of ~1:40 · ready in ~2m``)."""
-    from widgets.fmt import PHASE_LABELS, RUNG_WORDS  # plain dicts; no widget is built
+    from widgets.fmt import RUNG_WORDS  # a plain dict; no widget is built
 
     rows: list[tuple[str, str]] = []
-    state = s.state
-    phase = PHASE_LABELS.get(s.phase, s.phase)
-    if s.progress is not None and s.progress.total and s.progress.phase == s.phase:
-        p = s.progress
-        phase += f" {p.done:g}/{p.total:g} ({p.fraction:.0%})"
-    rows.append(("state", state if phase.lower() == state else f"{state} · {phase}"))
+    rows.append(("state", state_text(s)))
     usual = typical_words(s, now) if now is not None else ""
     if usual:
         rows.append(("usually", usual))
@@ -179,6 +184,30 @@ def format_host(spec: HostSpec, s: HostState, connection: str | None = None, now
     head = f"{spec.name}  {s.unit} · {s.engine}"
     width = max(len(k) for k, _ in rows)
     return "\n".join([head] + [f"  {k.ljust(width)}  {_oneline(v)}" for k, v in rows]) + "\n"
+
+
+def state_text(s: HostState) -> str:
+    """The start's state in the text forms (``status``, ``wait``): ``loading · Graph capture 12/34
+    (35%)``; the phase only once a log line was read (a default phase is not a fact); ``unknown``
+    when the host was never reached or its unit and journal cannot be read and nothing was;
+    ``no such unit`` for ``LoadState=not-found``."""
+    kind = s.verdict.kind if s.verdict is not None else ""
+    nothing = s.state == "waiting"  # the model's word for "no log line and no start seen yet"
+    if kind == "ssh" or (s.stale_since is not None and s.updated is None):
+        return "unknown (not reached)"
+    if kind == "cannot_see" and nothing and s.unit_state is None:
+        return "unknown (cannot read the unit or journal)"
+    if s.unit_state is not None and s.unit_state.load_state == "not-found":
+        return "no such unit"
+    if nothing:
+        return s.state
+    from widgets.fmt import PHASE_LABELS  # a plain dict; no widget is built
+
+    phase = PHASE_LABELS.get(s.phase, s.phase)
+    if s.progress is not None and s.progress.total and s.progress.phase == s.phase:
+        p = s.progress
+        phase += f" {p.done:g}/{p.total:g} ({p.fraction:.0%})"
+    return s.state if phase.lower() == s.state else f"{s.state} · {phase}"
 
 
 def _oneline(text: str) -> str:
@@ -327,7 +356,8 @@ async def watch(config: Config, out: IO[str], *, timeout_s: float = 15.0, tick_s
                 if key == prev:
                     continue
                 item = host_json(w.spec, s, clock.now())
-                if prev is None and not done(w) and item["connection"] == "ok" and s.unit_state is None:
+                if (prev is None and not done(w) and item["connection"] == "ok" and s.unit_state is None
+                        and not blind_failures(s)):
                     _no_answer(item, timeout_s)
                 item["time"] = _local(clock.now())
                 item["phases"] = [{"phase": sp.phase, "began": _local(sp.began),
@@ -389,13 +419,30 @@ def quiet_stdout() -> None:
     os.dup2(devnull, sys.stdout.fileno())
 
 
+def not_seen(s: HostState, answered: bool, timeout_s: float) -> str | None:
+    """Why ``status`` exits 4 for this host (one line: what could not be seen and why), or None
+    when it was reached and its unit and journal were read."""
+    if s.stale_since is not None:
+        return s.verdict.sentence if s.verdict is not None else f"unreachable: {connection_text(s)}"
+    if not answered and s.unit_state is None and not blind_failures(s):
+        return f"no answer from the host within {timeout_s:g} s"
+    if s.verdict is not None and s.verdict.kind == "cannot_see":
+        return s.verdict.sentence
+    return None
+
+
 def run_status(config: Config, *, as_json: bool, timeout_s: float, out: IO[str],
                runner_factory: Callable[[HostSpec], Runner] | None = None,
                gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None = None,
-               history: History | None | str = "default") -> int:
-    """Print one snapshot per host of ``config`` and return the exit status (0, or 4 when a host
-    could not be reached). ``as_json`` prints a JSON list (:func:`host_json`) instead of text.
-    ``history``: the start history (``"default"``: the user data folder's; None: none)."""
+               history: History | None | str = "default", err: IO[str] | None = None) -> int:
+    """Print one snapshot per host of ``config`` and return the exit status: 0, or 4 when a host
+    could not be reached, gave no answer, or its unit or journal cannot be read (:func:`not_seen`;
+    one line per such host on ``err``, default stderr). ``as_json`` prints a JSON list
+    (:func:`host_json`) instead of text. ``history``: the start history (``"default"``: the user
+    data folder's; None: none)."""
+    import sys
+
+    err = err or sys.stderr
     hist = History() if history == "default" else history
     try:
         results = asyncio.run(collect(config, timeout_s, runner_factory=runner_factory,
@@ -405,18 +452,16 @@ def run_status(config: Config, *, as_json: bool, timeout_s: float, out: IO[str],
         if isinstance(hist, History):
             hist.close()
     if isinstance(hist, History) and hist.problem:
-        import sys
-
-        print(f"upwatch status: {hist.problem}", file=sys.stderr)
-    unreachable = False
-    for spec, s, answered in results:
-        if s.stale_since is not None or (not answered and s.unit_state is None):
-            unreachable = True
+        print(f"upwatch status: {hist.problem}", file=err)
+    why = [(spec, w) for spec, s, answered in results if (w := not_seen(s, answered, timeout_s)) is not None]
     try:
         _print(results, as_json=as_json, timeout_s=timeout_s, out=out)
     except BrokenPipeError:
         quiet_stdout()  # `upwatch status | head`: the reader went away; the exit status still tells
-    return EXIT_UNREACHABLE if unreachable else EXIT_OK
+    for spec, w in why:
+        print(f"upwatch status: {_oneline(spec.name)}: {_oneline(w)} (exit 4)", file=err)
+    err.flush()
+    return EXIT_UNREACHABLE if why else EXIT_OK
 
 
 def _print(results: list[tuple[HostSpec, HostState, bool]], *, as_json: bool, timeout_s: float,
@@ -425,7 +470,7 @@ def _print(results: list[tuple[HostSpec, HostState, bool]], *, as_json: bool, ti
         items = []
         for spec, s, answered in results:
             item = host_json(spec, s, time.time())
-            if not answered and item["connection"] == "ok" and s.unit_state is None:
+            if not answered and item["connection"] == "ok" and s.unit_state is None and not blind_failures(s):
                 _no_answer(item, timeout_s)
             items.append(item)
         json.dump(items, out, ensure_ascii=False, indent=2)
@@ -435,7 +480,7 @@ def _print(results: list[tuple[HostSpec, HostState, bool]], *, as_json: bool, ti
             if i:
                 out.write("\n")
             conn = None
-            if not answered and connection_text(s) == "ok":
+            if not answered and connection_text(s) == "ok" and not blind_failures(s):
                 conn = (f"no answer within {timeout_s:g} s" if s.unit_state is None
                         else f"ok, but not every probe answered within {timeout_s:g} s")
             out.write(format_host(spec, s, conn, time.time()))

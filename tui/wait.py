@@ -7,9 +7,11 @@ restart, by the unit's ``ExecMainStartTimestamp``), the engine's ready line in t
 serving`` also needs a one-token generation answered.
 
 Exit status (:data:`EXIT_CODES`): 0 ready, 1 the start failed (the decisive line and hint are
-printed), 2 restart loop, 3 timeout, 4 unreachable or not allowed (SSH, sudo, journal access).
+printed), 2 restart loop, 3 timeout, 4 unreachable, not allowed or cannot see (SSH; sudo missing
+or refusing; no systemd; no journal access). Every exit but 0 says why on stderr (the verdict,
+the decisive line and hint, or what was still missing at the timeout).
 On a terminal one line is redrawn in place; otherwise one line is printed per change of phase,
-progress step or readiness rung.
+progress step or readiness rung (stdout).
 """
 
 from __future__ import annotations
@@ -26,15 +28,19 @@ from probes.history import History
 from probes.model import CONNECTION_KINDS
 from probes.runner import ProbeError, Runner
 from probes.state import HostState
-from probes.verdict import systemd_gave_up
+from probes.verdict import blind_failures, cannot_see_lasting, systemd_gave_up
 from probes.watch import HostSpec, HostWatcher
 from tui.config import Config
-from tui.status import Answered, quiet_stdout
+from tui.status import Answered, quiet_stdout, state_text
 from widgets.fmt import RUNG_WORDS
 
 EXIT_READY, EXIT_FAILED, EXIT_LOOP, EXIT_TIMEOUT, EXIT_UNREACHABLE = 0, 1, 2, 3, 4
 EXIT_CODES = {EXIT_READY: "ready", EXIT_FAILED: "the start failed", EXIT_LOOP: "restart loop",
-              EXIT_TIMEOUT: "timeout", EXIT_UNREACHABLE: "unreachable or not allowed"}
+              EXIT_TIMEOUT: "timeout", EXIT_UNREACHABLE: "unreachable, not allowed or cannot see"}
+
+#: Seconds the unit or journal may fail to be read for a reason not known to last
+#: (:data:`probes.access.LASTING`) before ``wait`` gives up on it (exit 4).
+BLIND_GIVE_UP_S = 60.0
 
 #: Seconds to wait for the journal's decisive line after systemd reported the failure.
 LOG_GRACE_S = 10.0
@@ -66,7 +72,7 @@ def parse_duration(text: str) -> float:
     return total
 
 
-def outcome(s: HostState, since: float, until: str, unit_after: float = 0.0) -> int | None:
+def outcome(s: HostState, since: float, until: str, unit_after: float = 0.0, now: float | None = None) -> int | None:
     """The exit status ``s`` decides, or None to keep waiting.
 
     Args:
@@ -77,10 +83,14 @@ def outcome(s: HostState, since: float, until: str, unit_after: float = 0.0) -> 
         unit_after: the unit's state counts only from a ``systemctl show`` taken at or after this
             time (the local clock; after ``--restart`` returned): an earlier look still shows the
             process before the restart.
+        now: epoch seconds (the clock's); with it, a unit or journal that has failed to be read
+            for :data:`BLIND_GIVE_UP_S` for an unknown reason also ends the wait (4).
     """
     if s.stale_since is not None and (s.updated is None or any(f.kind in ("auth", "host_key") for f in s.failures)):
         return EXIT_UNREACHABLE
-    if any(f.kind == "permission" for f in s.failures):
+    if cannot_see_lasting(s):
+        return EXIT_UNREACHABLE  # sudo missing or refusing, no systemd, no journal access: waiting cures none
+    if now is not None and any(now - f.time >= BLIND_GIVE_UP_S for f in blind_failures(s)):
         return EXIT_UNREACHABLE
     u = s.unit_state
     if u is None or u.time < unit_after:
@@ -110,15 +120,49 @@ def decisive_line_known(s: HostState) -> bool:
     return s.error is not None and (began is None or s.failed_at is None or s.failed_at >= began - 1.0)
 
 
-def describe(s: HostState) -> str:
-    """One line for a log or pipe: state, phase, progress step, readiness rung. It changes only
-    when one of those does (no ticking clock), so a script sees one line per change."""
-    from widgets.fmt import PHASE_LABELS, RUNG_WORDS
+def describe(s: HostState, *, old: bool = False) -> str:
+    """One line for a log or pipe: state, phase, progress step, readiness rung (the phase only
+    once the log was read: :func:`tui.status.state_text`). It changes only when one of those does
+    (no ticking clock), so a script sees one line per change. ``old``: the unit's process began
+    before the restart (``--restart``): said at the end, so the line is not taken for the new one."""
+    line = f"{s.host}: {state_text(s)} · {RUNG_WORDS.get(s.readiness, s.readiness)}"
+    return line + " (the process from before the restart)" if old else line
 
-    line = f"{s.host}: {s.state} · {PHASE_LABELS.get(s.phase, s.phase)}"
-    if s.progress is not None and s.progress.total and s.progress.phase == s.phase:
-        line += f" {s.progress.done:g}/{s.progress.total:g} ({s.progress.fraction:.0%})"
-    return line + f" · {RUNG_WORDS.get(s.readiness, s.readiness)}"
+
+def is_old(s: HostState, since: float) -> bool:
+    """With ``--restart`` (``since`` > 0): the unit's current process began before ``since`` (the
+    restart has not shown a new start yet)."""
+    u = s.unit_state
+    return since > 0 and u is not None and (u.started_at is None or u.started_at < since - 1.0)
+
+
+def timeout_reason(s: HostState, since: float, until: str) -> str:
+    """Why the wait timed out, in one line: the verdict when there is one, else what was missing
+    (no new start after the restart, no generation answered, the phase the start is in, the unit's
+    state)."""
+    from widgets.fmt import PHASE_LABELS
+
+    u = s.unit_state
+    if s.verdict is not None:
+        return s.verdict.sentence
+    if u is None:
+        return "the unit's state was never read"
+    if is_old(s, since):
+        began = time.strftime("%H:%M:%S", time.localtime(u.started_at)) if u.started_at is not None else "never"
+        return (f"no start after the restart was seen: the unit's process (MainPID {u.main_pid or '-'}) began "
+                f"{began}, before the restart; systemd says {u.active_state}/{u.sub_state}")
+    if until == "serving" and s.state == "ready" and s.readiness != "serving":
+        return (f"the log says ready and /health answers, but no generation has been answered"
+                f" ({RUNG_WORDS.get(s.readiness, s.readiness)})")
+    if s.state == "loading":
+        prog = ""
+        if s.progress is not None and s.progress.total and s.progress.phase == s.phase:
+            prog = f" at {s.progress.done:g}/{s.progress.total:g}"
+        return f"the start is still in {PHASE_LABELS.get(s.phase, s.phase)}{prog}"
+    if s.state == "ready":
+        return f"the log says ready, but /health is not OK from this process ({RUNG_WORDS.get(s.readiness, s.readiness)})"
+    return (f"the log shows no start in progress (state {s.state}); systemd says the unit is "
+            f"{u.active_state}/{u.sub_state}")
 
 
 def tty_line(s: HostState, now: float, width: int = 100) -> str:
@@ -162,9 +206,15 @@ def _extra_words(s: HostState, now: float) -> str:
 
 
 async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, timeout_s: float,
-               out: IO[str], tty: bool, config: Config | None = None, history: History | None = None) -> int:
+               out: IO[str], tty: bool, config: Config | None = None, history: History | None = None,
+               err: IO[str] | None = None) -> int:
     """Watch ``spec`` until :func:`outcome` decides, or ``timeout_s`` real seconds pass. With a
-    ``history``, the start is recorded when it ends and its typical durations are shown."""
+    ``history``, the start is recorded when it ends and its typical durations are shown. Progress
+    lines go to ``out``; the reason of every exit but 0 goes to ``err`` (default stderr). With
+    ``restart``, a host whose unit or journal cannot be read is not restarted (exit 4)."""
+    import sys
+
+    err = err or sys.stderr
     clock = WallClock()
     changed = asyncio.Event()
     w = HostWatcher(spec, runner, clock, lambda _w: changed.set(), history=history,
@@ -172,7 +222,7 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
                        if config is not None else {}))
     since = 0.0  # without --restart the current process counts, whenever it started
     if restart and (config.read_only if config is not None else False):
-        out.write(f"{spec.name}: --restart refused: read-only (read_only = true in the configuration)\n")
+        err.write(f"{spec.name}: --restart refused: read-only (read_only = true in the configuration)\n")
         return EXIT_UNREACHABLE
     width = shutil.get_terminal_size((100, 24)).columns
     answered = Answered()
@@ -183,20 +233,22 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
         # Read the journal's backlog first (bounded): the lines shown from then on are live ones,
         # and with --restart every line of the new start comes after it.
         backlog_end = time.monotonic() + min(timeout_s, BACKLOG_WAIT_S)
-        while not answered(w) and time.monotonic() < backlog_end:
+        while not answered(w) and time.monotonic() < backlog_end and not cannot_see_lasting(w.state()):
             changed.clear()
             try:
                 await asyncio.wait_for(changed.wait(), 0.25)
             except TimeoutError:
                 pass
         unit_after = 0.0
+        if restart and cannot_see_lasting(w.state()):
+            restart = False  # restarting what cannot be seen: never; the loop below says why (exit 4)
         if restart:
             from probes.actions import AuditLog, execute, plan
 
             since = clock.now()
             result = await execute(plan(spec, "restart"), runner, AuditLog())
             if result.outcome != "ok":
-                out.write(f"{spec.name}: restart failed: {_oneline(result.output.strip()[-300:]) or result.outcome}\n")
+                err.write(f"{spec.name}: restart failed: {_oneline(result.output.strip()[-300:]) or result.outcome}\n")
                 if result.outcome == "error" or _NOT_ALLOWED_RE.search(result.output) is not None:
                     return EXIT_UNREACHABLE
                 # systemd refused or the start failed at once: say why from the unit and the log
@@ -208,7 +260,7 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
         grace_until: float | None = None
         while True:
             s = w.state()
-            code = outcome(s, since, until, unit_after)
+            code = outcome(s, since, until, unit_after, clock.now())
             if restart_failed and code is None and s.unit_state is not None and s.unit_state.time >= unit_after:
                 code = EXIT_FAILED  # the restart failed and the unit is not starting either
             not_found = s.unit_state is not None and s.unit_state.load_state == "not-found"
@@ -217,7 +269,9 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
                 grace_until = grace_until or time.monotonic() + LOG_GRACE_S
                 if time.monotonic() < grace_until:
                     code = None
-            text = tty_line(s, clock.now(), width) if tty else describe(s)
+            old = is_old(s, since)
+            text = (tty_line(s, clock.now(), width - 22 if old else width) + (" (before the restart)" if old else "")
+                    if tty else describe(s, old=old))
             if code is None and not answered(w):
                 # the journal's backlog is still coming: its first lines are history
                 text = f"{spec.name}: connecting…" if tty else last
@@ -228,7 +282,8 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
             if code is not None:
                 if tty:
                     out.write("\n")
-                _final(s, code, out)
+                out.flush()
+                _final(s, code, out, err)
                 if history is not None:
                     await w.sync_history()  # this start's durations, for the next ETA
                 return code
@@ -236,12 +291,9 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
             if left <= 0:
                 if tty:
                     out.write("\n")
-                out.write(f"{spec.name}: not ready after {timeout_s:g} s\n")
-                if s.verdict is not None:
-                    out.write(f"  {_oneline(s.verdict.sentence)}\n")
-                elif until == "serving" and s.state == "ready" and s.readiness != "serving":
-                    out.write(f"  the log says ready and /health answers, but no generation has been answered"
-                              f" ({RUNG_WORDS.get(s.readiness, s.readiness)})\n")
+                out.flush()
+                err.write(f"{spec.name}: not ready after {timeout_s:g} s: {_oneline(timeout_reason(s, since, until))}\n")
+                err.flush()
                 return EXIT_TIMEOUT
             changed.clear()
             try:
@@ -249,7 +301,7 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
             except TimeoutError:
                 pass
     except ProbeError as exc:
-        out.write(f"{spec.name}: {exc.message}\n")
+        err.write(f"{spec.name}: {_oneline(exc.message)}\n")
         return EXIT_UNREACHABLE if exc.kind in CONNECTION_KINDS else EXIT_FAILED
     finally:
         await w.stop()
@@ -260,24 +312,30 @@ def _oneline(text: str) -> str:
     return "".join(ch if ch.isprintable() else "?" for ch in text.replace("\n", " "))
 
 
-def _final(s: HostState, code: int, out: IO[str]) -> None:
+def _final(s: HostState, code: int, out: IO[str], err: IO[str]) -> None:
+    """The outcome: ``ready (...)`` on ``out``; for every other code the reason on ``err`` (the
+    verdict, else the code's meaning with the state; then the decisive line and hint)."""
     if code == EXIT_READY:
         out.write(f"{s.host}: ready ({s.readiness})\n")
         return
     if s.verdict is not None:
-        out.write(f"{s.host}: {_oneline(s.verdict.sentence)}\n")
+        err.write(f"{s.host}: {_oneline(s.verdict.sentence)}\n")
+    else:
+        err.write(f"{s.host}: {EXIT_CODES[code]} ({_oneline(state_text(s))})\n")
     if code in (EXIT_FAILED, EXIT_LOOP) and s.error is not None:
-        out.write(f"  decisive line: {_oneline(s.error.text)}\n")
+        err.write(f"  decisive line: {_oneline(s.error.text)}\n")
         if s.hint:
-            out.write(f"  hint: {_oneline(s.hint)}\n")
+            err.write(f"  hint: {_oneline(s.hint)}\n")
+    err.flush()
 
 
 def run_wait(spec: HostSpec, *, restart: bool, until: str, timeout_s: float, out: IO[str], tty: bool,
              config: Config | None = None,
              runner_factory: Callable[[HostSpec], Runner] | None = None,
-             history: History | None | str = "default") -> int:
+             history: History | None | str = "default", err: IO[str] | None = None) -> int:
     """Run :func:`wait` with the runner for ``spec`` and return the exit status. ``history``:
-    ``"default"`` (the user data folder's start history), a :class:`~probes.history.History`, or None."""
+    ``"default"`` (the user data folder's start history), a :class:`~probes.history.History`, or
+    None. ``err``: where the reason of a non-zero exit goes (default stderr)."""
     if runner_factory is None:
         from tui.live import runner_for as runner_factory
     hist = History() if history == "default" else history
@@ -287,7 +345,7 @@ def run_wait(spec: HostSpec, *, restart: bool, until: str, timeout_s: float, out
         print(f"upwatch wait: {hist.problem}", file=sys.stderr)
     try:
         return asyncio.run(wait(spec, runner_factory(spec), restart=restart, until=until, timeout_s=timeout_s,
-                                out=_PipeSafe(out), tty=tty, config=config, history=hist))  # type: ignore[arg-type]
+                                out=_PipeSafe(out), tty=tty, config=config, history=hist, err=err))  # type: ignore[arg-type]
     finally:
         if isinstance(hist, History):
             hist.close()

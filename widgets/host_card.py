@@ -50,7 +50,8 @@ _STATE_WORDS = {"waiting": "WAITING", "loading": "LOADING", "ready": "READY", "f
 _LEVEL_CLASSES = ("-ok", "-info", "-warning", "-error")
 #: Component class (and bold) of each start state's word and of each readiness rung.
 _STATE_LOOK = {"waiting": "muted", "loading": "busy", "ready": "ok", "failed": "error", "stopped": "warn",
-               "stalled": "warn", "restart loop": "error", "unreachable": "error"}
+               "stalled": "warn", "restart loop": "error", "unreachable": "error", "cannot see": "warn",
+               "no such unit": "error"}
 _RUNG_LOOK = {"inactive": ("error", False), "port_closed": ("warn", False), "http_unhealthy": ("warn", False),
               "healthy": ("ok", False), "serving": ("ok", True), "unknown": ("muted", False)}
 _BOLD = Style(bold=True)
