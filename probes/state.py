@@ -208,7 +208,9 @@ class Health:
 @dataclass(frozen=True, slots=True)
 class ProbeFailure:
     """A probe could not get its data. ``probe`` is ``journal``, ``unit``, ``gpu``, ``gpu_apps``,
-    ``health`` or ``download``; ``kind`` is a :class:`probes.runner.ProbeError` kind; ``message`` is host text
+    ``health`` or ``download``; ``kind`` is a :class:`probes.runner.ProbeError` kind, or ``unparsable`` (a
+    value it read could not be parsed; the message names the column) or ``crashed`` (its task
+    raised and is being restarted; the message names the exception); ``message`` is host text
     (plain); ``attempt`` counts the failed connection attempts in a row (0: none yet, e.g. the
     link just dropped)."""
 
