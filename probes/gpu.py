@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from probes.state import GpuProcess, GpuReading, GpuSample
+from probes.state import GpuProcess, GpuReading, GpuSample, Unparsable
 
 #: The ``--query-gpu`` fields, in the order :class:`GpuSample` is read from.
 QUERY_FIELDS: tuple[str, ...] = (
@@ -86,34 +86,9 @@ MSG_NOT_INSTALLED = "nvidia-smi not found on the host (no NVIDIA driver installe
 MSG_NO_LIBRARY = "NVML library not found (libnvidia-ml.so.1): no NVIDIA driver installed?"
 
 
-@dataclass(frozen=True, slots=True)
-class Unparsable:
-    """A cell that holds something no board prints, named by its column.
-
-    Attributes:
-        column: the nvidia-smi field, e.g. ``memory.used`` (a name of :data:`QUERY_FIELDS` or
-            :data:`COMPUTE_FIELDS`).
-        cell: the cell's text, cut to 40 characters (host text: show it as plain text).
-        why: a few words: ``not a number``, ``309 digits``, ``out of range 0..100``, …
-        gpu: the row's GPU index (``--query-gpu``) or None.
-    """
-
-    column: str
-    cell: str
-    why: str
-    gpu: int | None = None
-
-    @property
-    def message(self) -> str:
-        """One line for an operator: ``unparsable value in column memory.used of GPU 3: '1e309'
-        (not a number)``."""
-        where = f" of GPU {self.gpu}" if self.gpu is not None else ""
-        return f"unparsable value in column {self.column}{where}: {self.cell!r} ({self.why})"
-
-
 class UnparsableValue(ValueError):
     """A row whose key cell (``index``, ``pid``) holds a value no board prints: the row cannot be
-    used. ``problem`` says which column and why."""
+    used. ``problem`` (a :class:`~probes.state.Unparsable`) says which column and why."""
 
     def __init__(self, problem: Unparsable) -> None:
         super().__init__(problem.message)

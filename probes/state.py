@@ -229,6 +229,32 @@ class ProbeOk:
     probe: str
 
 
+@dataclass(frozen=True, slots=True)
+class Unparsable:
+    """A value a probe read but could not parse, named by its column: something no host prints
+    (not a number, 309 digits, a negative size, a utilisation over 100 %).
+
+    Attributes:
+        column: the source's own name for it: an nvidia-smi field (``memory.used``, ``pid``) or a
+            ``systemctl show`` property (``NRestarts``).
+        cell: the cell's text, cut to 40 characters (host text: show it as plain text).
+        why: a few words: ``not a number``, ``309 digits``, ``out of range 0..100``, …
+        gpu: the row's GPU index (``nvidia-smi --query-gpu``) or None.
+    """
+
+    column: str
+    cell: str
+    why: str
+    gpu: int | None = None
+
+    @property
+    def message(self) -> str:
+        """One line for an operator: ``unparsable value in column memory.used of GPU 3: '1e309'
+        (not a number)``."""
+        where = f" of GPU {self.gpu}" if self.gpu is not None else ""
+        return f"unparsable value in column {self.column}{where}: {self.cell!r} ({self.why})"
+
+
 # --- the snapshot: what views render --------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)

@@ -40,7 +40,7 @@ from probes.journal import RecordError, parse_record
 from probes.model import CONNECTION_KINDS, HostModel
 from probes.runner import ProbeError, Runner
 from probes.state import (GpuApps, GpuOrphan, GpuOrphans, GpuProcess, GpuReading, GpuSample, HostState, LogEntry,
-                          ProbeFailure, ProbeOk)
+                          ProbeFailure, ProbeOk, Unparsable)
 
 if TYPE_CHECKING:  # httpx loads rich at import when rich is installed; probes import it lazily
     import httpx
@@ -661,7 +661,7 @@ class HostWatcher:
                 done = await self.runner.run(argv, timeout=30.0)
                 text = done.stdout.decode("utf-8", "replace")
                 try:
-                    us = unit_probe.parse_show(text, self.clock.now())
+                    read = unit_probe.read_show(text, self.clock.now())
                 except ValueError as exc:
                     err = done.stderr.decode("utf-8", "replace").strip()
                     raise ProbeError("permission" if self.spec.sudo and "sudo" in err else "command",
@@ -671,8 +671,8 @@ class HostWatcher:
                 self._unit_seen.set()
                 delay = await self._retry(delay, exc.kind)
                 continue
-            self._ok("unit")
-            self._apply(us)
+            self._apply(read.state)
+            self._unparsable("unit", read.bad)
             self._unit_seen.set()
             delay = self.retry_s
             await self.clock.sleep(self.unit_interval_s)
@@ -686,7 +686,7 @@ class HostWatcher:
         loop = asyncio.get_running_loop()
         while True:
             batch: list[GpuSample] = []
-            bad: list[gpu_probe.Unparsable] = []  # values of this batch's rows that could not be read
+            bad: list[Unparsable] = []  # values of this batch's rows that could not be read
             junk: list[str] = []
             rows = 0
             kind = "command"
@@ -769,7 +769,7 @@ class HostWatcher:
     _gpu_count = 0
 
     def _gpu_reading(self, batch: list[GpuSample], *, learn: bool = True,
-                     bad: tuple[gpu_probe.Unparsable, ...] = ()) -> None:
+                     bad: tuple[Unparsable, ...] = ()) -> None:
         """Deliver one GPU sample; values that could not be read (``bad``) are None in it, and
         make the GPU cell fail with kind ``unparsable`` (the first one named) until a sample
         reads whole."""
@@ -781,14 +781,15 @@ class HostWatcher:
         self._apply(GpuReading(self.clock.now(), tuple(batch)))
         self._unparsable("gpu", bad)
 
-    def _unparsable(self, probe: str, bad: tuple[gpu_probe.Unparsable, ...]) -> None:
+    def _unparsable(self, probe: str, bad: tuple[Unparsable, ...]) -> None:
         """``probe`` delivered; it fails with kind ``unparsable`` when some of its values could not
-        be read (the message names the first, and how many more), else it is OK."""
+        be read (the message names one, a GPU's value first, and how many more), else it is OK."""
         if not bad:
             self._ok(probe)
             return
+        first = next((b for b in bad if b.gpu is not None), bad[0])  # a GPU's value before a row's index
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
-        self._fail(probe, "unparsable", bad[0].message + more)
+        self._fail(probe, "unparsable", first.message + more)
 
     async def _gpu_apps(self) -> None:
         """List the processes holding GPU memory every ``apps_interval_s`` (one call at a time,

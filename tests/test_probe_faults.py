@@ -16,17 +16,28 @@ from __future__ import annotations
 
 import asyncio
 import math
+from pathlib import Path
 
 import pytest
-
-from probes import gpu as gpu_probe
-from probes.clock import WallClock
-from probes.gpu import (COMPUTE_FIELDS, QUERY_FIELDS, Unparsable, UnparsableValue, parse_compute_apps,
-                        parse_query, parse_query_line, parse_query_row, read_compute_apps)
-from probes.watch import HostSpec, HostWatcher
 from test_live_watch import FAST, Recorder, batch, texts
 from test_testhost import until
 from testhost import FIXTURES, TestHost
+
+from probes import gpu as gpu_probe
+from probes import unit as unit_probe
+from probes.clock import WallClock
+from probes.gpu import (
+    COMPUTE_FIELDS,
+    QUERY_FIELDS,
+    UnparsableValue,
+    parse_compute_apps,
+    parse_query,
+    parse_query_line,
+    parse_query_row,
+    read_compute_apps,
+)
+from probes.state import Unparsable
+from probes.watch import HostSpec, HostWatcher
 
 UUID = "GPU-00000000-0000-0000-0000-0000000000a0"
 #: The measured crash: 309 digits read as float are inf, and int(inf) raised OverflowError.
@@ -141,7 +152,9 @@ async def test_one_bad_gpu_row_degrades_the_gpu_cell_and_the_journal_keeps_comin
     lines = (FIXTURES / "nvidia-smi" / "query-gpu.h100x8-sglang-tp8.loop.csv").read_text().splitlines()[:8]
     cells = lines[3].split(", ")
     cells[3] = BIG  # GPU 3's memory.used
-    testhost.set_gpus(lines[:3] + [", ".join(cells)] + lines[4:])
+    index_cells = lines[7].split(", ")
+    index_cells[0] = "9" * 5000  # and a row whose index cannot be read: left out, named
+    testhost.set_gpus([", ".join(index_cells)] + lines[:3] + [", ".join(cells)] + lines[4:])
     w = watch(testhost, rec)
     w.start()
     try:
@@ -149,6 +162,10 @@ async def test_one_bad_gpu_row_degrades_the_gpu_cell_and_the_journal_keeps_comin
         f = w.state().failure("gpu")
         assert f is not None and f.kind == "unparsable"
         assert f.message.startswith("unparsable value in column memory.used of GPU 3: '1000000000")
+        # The row without a usable index is named with the sample it came before (once the
+        # number of GPUs is known, from the second sample on).
+        await until(lambda: w.state().failure("gpu").message.endswith("(309 digits) (and 1 more)"),
+                    "both bad rows named")
         first_gpus = w.state().gpus
         assert first_gpus is not None and len(first_gpus.gpus) == 8
         assert first_gpus.gpus[3].mem_used_mib is None and first_gpus.gpus[4].mem_used_mib is not None
@@ -156,7 +173,7 @@ async def test_one_bad_gpu_row_degrades_the_gpu_cell_and_the_journal_keeps_comin
         for n in range(3):
             lines_now = batch(f"after the bad row {n}", 5)
             testhost.append_log_lines(lines_now)
-            await until(lambda: texts(w)[-5:] == lines_now, f"batch {n} of journal lines")
+            await until(lambda want=lines_now: texts(w)[-5:] == want, f"batch {n} of journal lines")
         # ... and the other cells keep updating: new GPU samples (the bad value stays n/a) and
         # process lists, and the health probe.
         seen = w.state().gpus
@@ -248,3 +265,73 @@ async def test_supervision_backoff_is_capped_and_cancel_goes_through() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert math.isfinite(f.time)
+
+
+# --- systemctl show --------------------------------------------------------------------------------
+
+
+SHOW = (FIXTURES / "systemctl-show" / "active-running.txt").read_text()
+
+
+def show_with(name: str, value: str) -> str:
+    lines = [f"{name}={value}" if line.startswith(f"{name}=") else line for line in SHOW.splitlines()]
+    assert any(line.startswith(f"{name}=") for line in SHOW.splitlines())
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(("name", "value", "why"), ids=lambda v: v[:16] if isinstance(v, str) else v, argvalues=[
+    ("NRestarts", "-1", "out of range 0..4294967295"),
+    ("NRestarts", "9" * 5000, "5000 digits"),    # int() raised ValueError past 4300 digits
+    ("MainPID", BIG, "309 digits"),
+    ("MainPID", str(2**22 + 1), "out of range 0..4194304"),
+    ("ExecMainCode", "exited", "not an integer"),
+    ("MemoryCurrent", "lots", "not an integer"),
+    ("ExecMainStartTimestamp", "@" + "9" * 400, "400 digits"),   # int + 0.0 raised OverflowError
+    ("ActiveEnterTimestamp", "yesterday", "not a timestamp"),
+])
+def test_a_bad_unit_property_is_none_and_named(name: str, value: str, why: str) -> None:
+    got = unit_probe.read_show(show_with(name, value), 0.0)
+    assert [(b.column, b.why) for b in got.bad] == [(name, why)]
+    assert got.bad[0].message.startswith(f"unparsable value in column {name}: ")
+    good = unit_probe.parse_show(SHOW, 0.0)
+    field = {"NRestarts": "n_restarts", "MainPID": "main_pid", "ExecMainCode": "exec_main_code",
+             "MemoryCurrent": "memory_bytes", "ExecMainStartTimestamp": "started_at",
+             "ActiveEnterTimestamp": "active_since"}[name]
+    assert getattr(got.state, field) is None
+    assert getattr(good, field) is not None or name == "MemoryCurrent"  # [not set] in the fixture
+    assert got.state.active_state == good.active_state and got.state.unit == good.unit
+
+
+def test_unit_values_that_mean_no_value_are_not_unparsable() -> None:
+    for name, value in (("MemoryCurrent", "[not set]"), ("MemoryCurrent", "infinity"), ("MainPID", "0"),
+                        ("ExecMainStartTimestamp", ""), ("ActiveEnterTimestamp", "Tue 2024-03-05 14:03:11 CST")):
+        assert unit_probe.read_show(show_with(name, value), 0.0).bad == (), (name, value)
+
+
+def test_every_real_systemctl_show_fixture_reads_without_a_bad_value() -> None:
+    for path in sorted((FIXTURES / "systemctl-show").glob("*.txt")):
+        assert unit_probe.read_show(path.read_text(), 0.0).bad == (), path.name
+
+
+async def test_a_bad_unit_property_degrades_the_unit_cell_and_the_journal_keeps_coming(
+        testhost: TestHost, tmp_path: Path) -> None:
+    rec = Recorder()
+    bad = tmp_path / "show.txt"
+    bad.write_text(show_with("NRestarts", "9" * 5000))
+    testhost.set_systemctl_show(bad)
+    w = watch(testhost, rec)
+    w.start()
+    try:
+        await until(lambda: w.state().failure("unit") is not None, "the unit cell fails")
+        f = w.state().failure("unit")
+        assert f is not None and f.kind == "unparsable"
+        assert f.message.startswith("unparsable value in column NRestarts: '999")
+        assert w.state().unit_state is not None and w.state().unit_state.active_state == "active"
+        lines_now = batch("after the bad property", 5)
+        testhost.append_log_lines(lines_now)
+        await until(lambda: texts(w)[-5:] == lines_now, "journal lines after the bad property")
+        assert w.crashes == {} and not any(t.done() for t in w._tasks)
+        testhost.set_systemctl_show("active-running.txt")
+        await until(lambda: w.state().failure("unit") is None, "the unit cell recovers")
+    finally:
+        await w.stop()
