@@ -17,7 +17,9 @@ retries with backoff; it never stops the others. A value a probe cannot parse is
 probe (kind ``unparsable``, naming the column) while the rest of its data keeps coming. A probe task
 that raises anyway (a bug) is supervised: its cell fails with kind ``crashed`` and the exception's
 type and message, and the task is started again after a capped exponential backoff
-(:meth:`HostWatcher._supervise`); the host's other probes keep running. The watcher does not push snapshots: it calls
+(:meth:`HostWatcher._supervise`); the host's other probes keep running.
+
+The watcher does not push snapshots: it calls
 ``on_change(watcher)`` (cheap, possibly many times a second) and consumers pull :meth:`state`
 and :meth:`entries_after` at their own rate, which is how the dashboard coalesces per host.
 """

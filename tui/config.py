@@ -465,7 +465,8 @@ def _check(key: str, value: Any) -> Any:
             if phase != "*" and phase not in PHASES:
                 raise ValueError(f'"{phase}" is not a phase id ({", ".join(PHASES)}, or "*")')
             if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < 86400 * 7:
-                raise ValueError(f"must be seconds (a number above 0), or a table of them by phase, not {_shown(seconds)}")
+                raise ValueError("must be seconds (a number above 0), or a table of them by phase, "
+                                 f"not {_shown(seconds)}")
             out.append((phase, float(seconds)))
         return tuple(out)
     if key == "notify":
