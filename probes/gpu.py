@@ -15,6 +15,13 @@ non-zero exit status; :func:`classify_error` turns them into one line for an ope
 (``-lms``) the kernel's Xid lines may be interleaved with the rows; :func:`parse_query_line` raises
 ``ValueError`` for them so the caller can skip them.
 
+**Bad values.** A row that is a row (index and uuid read) but holds a value no board prints (not a
+number, ``inf``/``nan``, a 309-digit number, a negative memory size, a utilisation over 100 %) is not
+a crash and not a silent ``None``: :func:`parse_query_row` gives the sample with that value None and
+an :class:`Unparsable` naming the column, so the caller can say "unparsable value in column
+memory.used" while the other values keep updating. A row whose key cell (the index, a process's
+pid) is unusable raises :class:`UnparsableValue` (a ``ValueError``) with the same description.
+
 **NVML** (nvidia-ml-py 13.615.71, module ``pynvml``; FORMATS.md 1.7): :class:`NvmlSource`. Memory
 comes in bytes, power in milliwatts; per-field ``NVMLError`` (``NotSupported`` under MIG, …) gives
 ``None``; a device whose handle cannot be had (``GpuIsLost``, ``Unknown``) gives a sample with a
@@ -25,9 +32,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from probes.state import GpuProcess, GpuReading, GpuSample
+from probes.state import GpuProcess, GpuReading, GpuSample, Unparsable
 
 #: The ``--query-gpu`` fields, in the order :class:`GpuSample` is read from.
 QUERY_FIELDS: tuple[str, ...] = (
@@ -60,7 +68,10 @@ NA_TOKENS = frozenset(
 #: The cell nvidia-smi prints in every device field of a GPU in a fault state (after an Xid).
 RESET_TOKEN = "[GPU requires reset]"
 
-_NUMBER_RE = re.compile(r"(-?\d+(?:\.\d+)?)(?:\s*(?:MiB|%|W|C|MHz))?", re.ASCII)
+_NUMBER_RE = re.compile(r"([-+]?\d+(?:\.\d+)?)(?:\s*(?:MiB|%|W|C|MHz))?", re.ASCII)
+#: A cell nvidia-smi writes instead of a value: a bracketed note (``[N/A]``, ``[Not Supported]``,
+#: and notes of drivers not seen yet).
+_BRACKET_RE = re.compile(r"\[[^\]]*\]")
 _UUID_RE = re.compile(r"(?:GPU|MIG)-[0-9A-Za-z-]+")
 _HANDLE_RE = re.compile(r"Unable to determine the device handle for gpu\s*([0-9A-Fa-f:.]+)\s*:\s*(.*)", re.I)
 _NVML_VERSION_RE = re.compile(r"NVML library version:\s*(\S+)")
@@ -73,6 +84,50 @@ MSG_MISMATCH = "NVIDIA driver/library version mismatch: reboot or reload the nvi
 MSG_NO_DEVICES = "no NVIDIA GPU found: the driver is loaded but sees no device"
 MSG_NOT_INSTALLED = "nvidia-smi not found on the host (no NVIDIA driver installed?)"
 MSG_NO_LIBRARY = "NVML library not found (libnvidia-ml.so.1): no NVIDIA driver installed?"
+
+
+class UnparsableValue(ValueError):
+    """A row whose key cell (``index``, ``pid``) holds a value no board prints: the row cannot be
+    used. ``problem`` (a :class:`~probes.state.Unparsable`) says which column and why."""
+
+    def __init__(self, problem: Unparsable) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
+
+
+@dataclass(frozen=True, slots=True)
+class GpuRow:
+    """One ``--query-gpu`` row read: the sample (an unparsable value is None in it) and the
+    values that could not be read, in column order."""
+
+    sample: GpuSample
+    bad: tuple[Unparsable, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AppsRead:
+    """A ``--query-compute-apps`` output read: the processes, and the cells that could not be read
+    (a row whose pid cannot be read is left out; one whose memory cannot has ``mem_mib`` None)."""
+
+    apps: tuple[GpuProcess, ...]
+    bad: tuple[Unparsable, ...] = ()
+
+
+#: Plausible ranges per numeric column (inclusive): a value outside is unparsable, not data.
+#: Memory: up to 2**40 MiB (an exbibyte); power: up to 100 kW; temperature: -100..300 °C.
+COLUMN_RANGES: dict[str, tuple[float, float]] = {
+    "memory.used": (0, 2**40),
+    "memory.total": (0, 2**40),
+    "utilization.gpu": (0, 100),
+    "temperature.gpu": (-100, 300),
+    "power.draw": (0, 100_000),
+    "power.limit": (0, 100_000),
+    "used_memory": (0, 2**40),
+}
+#: Largest GPU index read (nvidia-smi numbers boards from 0; no host has thousands).
+MAX_GPU_INDEX = 4096
+#: Largest PID read: Linux's ``PID_MAX_LIMIT`` (2**22).
+MAX_PID = 2**22
 
 
 class GpuError(Exception):
@@ -108,47 +163,68 @@ def query_argv(loop_ms: int | None = None) -> list[str]:
 
 
 def parse_query_line(line: str) -> GpuSample:
+    """Parse one row of the :func:`query_argv` query into its sample (see :func:`parse_query_row`;
+    an unparsable value is None here, and :func:`parse_query_row` says which).
+
+    Raises:
+        ValueError: as :func:`parse_query_row` (:class:`UnparsableValue` among them).
+    """
+    return parse_query_row(line).sample
+
+
+def parse_query_row(line: str) -> GpuRow:
     """Parse one row of the :func:`query_argv` query.
 
     Format of ``nvidia-smi --query-gpu=… --format=csv,noheader,nounits`` (nvidia-smi docs; drivers
     590/595): nine cells joined by ``", "``. Cells with units (``19818 MiB``, ``100 %``,
-    ``69.85 W``, from ``--format=csv``) are read too. A cell that is not a number (``[N/A]``,
-    ``[Not Supported]``, …, or anything else) is None; ``[GPU requires reset]`` also sets ``note``.
-    The row is read outside-in (index and uuid from the left, six values from the right, the name
-    between), so a comma inside a name cannot shift the numbers.
+    ``69.85 W``, from ``--format=csv``) are read too. A "no value" cell (:data:`NA_TOKENS`, or any
+    other bracketed note such as ``[Not Supported]``) is None; ``[GPU requires reset]`` also sets
+    ``note``. Any other value that is not a number in its column's range (:data:`COLUMN_RANGES`) is
+    None in the sample and an :class:`Unparsable` in ``bad``. The row is read outside-in (index and
+    uuid from the left, six values from the right, the name between), so a comma inside a name
+    cannot shift the numbers.
 
     Args:
         line: one line of stdout, with or without its line end.
 
     Returns:
-        The GPU's sample.
+        The GPU's sample and the values that could not be read.
 
     Raises:
         ValueError: the line is not a row of this query (a header, an Xid line, an error message,
             a truncated row).
+        UnparsableValue: the uuid reads but the index is not a GPU index (too many digits, over
+            :data:`MAX_GPU_INDEX`).
     """
     cells = [c.strip() for c in line.strip().split(",")]
     if len(cells) < len(QUERY_FIELDS):
         raise ValueError(f"not a --query-gpu row ({len(cells)} of {len(QUERY_FIELDS)} cells): {line.strip()[:80]!r}")
     index_cell, uuid_cell, *middle = cells[: len(cells) - 6]
-    used, total, util, temp, power, limit = cells[len(cells) - 6:]
-    if not (index_cell.isascii() and index_cell.isdigit()):
-        raise ValueError(f"not a --query-gpu row (index {index_cell[:20]!r}): {line.strip()[:80]!r}")
+    values = cells[len(cells) - 6:]
     if not (_UUID_RE.fullmatch(uuid_cell) or _is_token(uuid_cell)):
         raise ValueError(f"not a --query-gpu row (uuid {uuid_cell[:40]!r}): {line.strip()[:80]!r}")
+    if not (index_cell.isascii() and index_cell.isdigit()):
+        raise ValueError(f"not a --query-gpu row (index {index_cell[:20]!r}): {line.strip()[:80]!r}")
+    if len(index_cell) > 6 or int(index_cell) > MAX_GPU_INDEX:
+        raise UnparsableValue(Unparsable("index", _cut(index_cell), f"not a GPU index (0..{MAX_GPU_INDEX})"))
+    index = int(index_cell)
     note = RESET_TOKEN if any(c.lower() == RESET_TOKEN.lower() for c in cells) else None
-    return GpuSample(
-        index=int(index_cell),
+    bad: list[Unparsable] = []
+    read = [_cell(cell, column, bad, index) for cell, column in zip(values, QUERY_FIELDS[3:])]
+    used, total, util, temp, power, limit = read
+    sample = GpuSample(
+        index=index,
         uuid=uuid_cell if _UUID_RE.fullmatch(uuid_cell) else "",
         name=", ".join(middle),
-        mem_used_mib=_int_cell(used),
-        mem_total_mib=_int_cell(total),
-        util_pct=_int_cell(util),
-        temp_c=_int_cell(temp),
-        power_w=_float_cell(power),
-        power_limit_w=_float_cell(limit),
+        mem_used_mib=_as_int(used),
+        mem_total_mib=_as_int(total),
+        util_pct=_as_int(util),
+        temp_c=_as_int(temp),
+        power_w=power,
+        power_limit_w=limit,
         note=note,
     )
+    return GpuRow(sample, tuple(bad))
 
 
 def parse_query(text: str, time: float, *, returncode: int = 0) -> GpuReading:
@@ -194,6 +270,11 @@ def compute_apps_argv() -> list[str]:
 
 
 def parse_compute_apps(text: str, uuid_index: dict[str, int] | None = None) -> tuple[GpuProcess, ...]:
+    """The processes of :func:`read_compute_apps` (what could not be read left out or None)."""
+    return read_compute_apps(text, uuid_index).apps
+
+
+def read_compute_apps(text: str, uuid_index: dict[str, int] | None = None) -> AppsRead:
     """Parse the :func:`compute_apps_argv` output.
 
     Format of ``nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid
@@ -208,18 +289,24 @@ def parse_compute_apps(text: str, uuid_index: dict[str, int] | None = None) -> t
             process gets its GPU's index (None when the uuid is unknown).
 
     Returns:
-        The processes in output order; lines that are not rows are skipped.
+        The processes in output order (lines that are not rows are skipped) and the cells that
+        could not be read: a pid of 0 or over :data:`MAX_PID` leaves its row out (it names no
+        process that could be acted on); a memory cell that is not a size in range is None.
     """
     out = []
+    bad: list[Unparsable] = []
     for line in text.splitlines():
         cells = [c.strip() for c in line.strip().split(",")]
         if len(cells) < 4 or not (cells[0].isascii() and cells[0].isdigit()):
             continue
+        if len(cells[0]) > 8 or not 0 < int(cells[0]) <= MAX_PID:
+            bad.append(Unparsable("pid", _cut(cells[0]), f"not a process id (1..{MAX_PID})"))
+            continue
         uuid = cells[-1]
         name = ", ".join(cells[1:-2])
-        out.append(GpuProcess(pid=int(cells[0]), name=name, mem_mib=_int_cell(cells[-2]), gpu_uuid=uuid,
-                              gpu_index=(uuid_index or {}).get(uuid)))
-    return tuple(out)
+        out.append(GpuProcess(pid=int(cells[0]), name=name, mem_mib=_as_int(_cell(cells[-2], "used_memory", bad)),
+                              gpu_uuid=uuid, gpu_index=(uuid_index or {}).get(uuid)))
+    return AppsRead(tuple(out), tuple(bad))
 
 
 def classify_error(output: str, returncode: int) -> str:
@@ -422,15 +509,42 @@ def _is_token(cell: str) -> bool:
     return cell.lower() in NA_TOKENS or cell.lower() == RESET_TOKEN.lower()
 
 
-def _float_cell(cell: str) -> float | None:
-    """A number, with or without its unit; anything else (``[N/A]``, ``[bold]``) is None."""
+def _cell(cell: str, column: str, bad: list[Unparsable], gpu: int | None = None) -> float | None:
+    """A numeric cell of ``column``: the number (units allowed), None for a "no value" cell; a value
+    that is not a finite number in :data:`COLUMN_RANGES` is None and appended to ``bad``."""
+    if _is_token(cell) or _BRACKET_RE.fullmatch(cell):
+        return None
     m = _NUMBER_RE.fullmatch(cell)
-    return float(m.group(1)) if m else None
+    why = None
+    value = None
+    if m is None:
+        why = "not a number"
+    elif len(m.group(1)) > 40:  # float() would give inf past 309 digits, int() raise past 4300
+        why = f"{len(m.group(1))} digits"
+    else:
+        value = float(m.group(1))
+        lo, hi = COLUMN_RANGES[column]
+        if not lo <= value <= hi:
+            why = f"out of range {_num(lo)}..{_num(hi)}"
+    if why is not None:
+        bad.append(Unparsable(column, _cut(cell), why, gpu))
+        return None
+    return value
 
 
-def _int_cell(cell: str) -> int | None:
-    value = _float_cell(cell)
+def _num(x: float) -> str:
+    """A range bound as written: ``0``, ``100``, ``1099511627776``, ``-0.5``."""
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def _as_int(value: float | None) -> int | None:
+    """A checked cell as an int (the values are finite and in range: no OverflowError)."""
     return None if value is None else int(value)
+
+
+def _cut(cell: str, limit: int = 40) -> str:
+    """A cell as shown in a message: control characters dropped, cut to ``limit`` characters."""
+    return _clean(cell, limit)
 
 
 def _clean(text: str, limit: int = 200) -> str:

@@ -116,22 +116,32 @@ async def _serving(client: httpx.AsyncClient, timeout_s: float) -> tuple[bool, s
     elapsed_s = _time.perf_counter() - began
     if not answer.is_success:
         return False, f"not serving: {COMPLETIONS_PATH} HTTP {answer.status_code}"
-    try:
-        choices = answer.json().get("choices")
-    except (ValueError, AttributeError):
-        choices = None
+    body = _json_object(answer)
+    choices = body.get("choices") if body is not None else None
     if not isinstance(choices, list) or not choices:
         return False, f"not serving: {COMPLETIONS_PATH} answered without choices"
     return True, f"1 token in {_ms(elapsed_s)}"
 
 
+def _json_object(response: httpx.Response) -> dict[str, object] | None:
+    """The answer's body as a JSON object, or None when it is not one: not JSON or not UTF-8
+    (``ValueError``), nested too deeply for the parser (``RecursionError``, e.g. 100,000 ``[``),
+    or JSON that is not an object."""
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    except RecursionError:
+        return None
+    return body if isinstance(body, dict) else None
+
+
 def _first_model_id(response: httpx.Response) -> str | None:
     """``data[0].id`` of a ``/v1/models`` answer, or None when the body is not that."""
-    try:
-        data = response.json().get("data")
-        model = data[0].get("id") if isinstance(data, list) and data else None
-    except (ValueError, AttributeError):
-        return None
+    body = _json_object(response)
+    data = body.get("data") if body is not None else None
+    first = data[0] if isinstance(data, list) and data else None
+    model = first.get("id") if isinstance(first, dict) else None
     return model if isinstance(model, str) and model else None
 
 

@@ -177,6 +177,8 @@ def parse_record(line: str | bytes) -> Record:
         realtime_us = int(rt) if rt is not None else None
     except ValueError:
         realtime_us = None
+    if realtime_us is not None and not _MIN_US <= realtime_us < _MAX_US:
+        realtime_us = None  # years 1-9999 only: 10**400 µs would overflow every float made of it
     pid = _first(obj.get("_PID"))
     ident = _first(obj.get("SYSLOG_IDENTIFIER"))
     transport = _first(obj.get("_TRANSPORT"))

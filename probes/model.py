@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from probes.download import DownloadSample, progress_from, wanted
 from probes.journal import Record
 from probes.reader import Reading, StartupReader
-from probes.state import (KNOWN_PROBES, GpuApps, GpuOrphans, GpuReading, Health, HostState, Knowledge, LogEntry,
+from probes.state import (CONNECTION_KINDS, KNOWN_PROBES, GpuApps, GpuOrphans, GpuReading, Health, HostState, Knowledge, LogEntry,
                           PhaseSpan, ProbeFailure, ProbeOk, Typical, UnitState, Verdict)
 from probes.verdict import verdict_for
 
@@ -34,7 +34,6 @@ GPU_CHANGE_MIB = 256
 BINDS_AFTER_LOADING = frozenset({"sglang", "vllm"})
 _BOUND_PHASES = frozenset({"warmup", "ready"})
 
-CONNECTION_KINDS = frozenset({"unreachable", "closed", "timeout", "auth", "host_key"})
 
 
 def _iso_to_epoch(text: str | None) -> float | None:

@@ -27,6 +27,8 @@ ERROR_KINDS = {
     "closed": "connection closed",
     "command": "command failed",
     "permission": "not allowed",
+    "unparsable": "unparsable value",
+    "crashed": "probe crashed",
 }
 
 
@@ -35,7 +37,8 @@ class ProbeError(Exception):
 
     Args:
         kind: one of :data:`ERROR_KINDS` (``unreachable``, ``auth``, ``host_key``, ``timeout``,
-            ``closed``, ``command``, ``permission``).
+            ``closed``, ``command``, ``permission``; ``unparsable`` and ``crashed`` are only
+            :class:`~probes.state.ProbeFailure` kinds, set by the watcher).
         message: one line for an operator (host text; show it as plain text, never markup).
     """
 

@@ -205,10 +205,18 @@ class Health:
     latency_s: float | None = None
 
 
+#: :class:`ProbeFailure` kinds that mean the connection to the host, not what a command read: a
+#: host with one is stale (its last known state is old); the others (``command``, ``permission``,
+#: ``unparsable``, ``crashed``) are one probe's own trouble.
+CONNECTION_KINDS = frozenset({"unreachable", "closed", "timeout", "auth", "host_key"})
+
+
 @dataclass(frozen=True, slots=True)
 class ProbeFailure:
     """A probe could not get its data. ``probe`` is ``journal``, ``unit``, ``gpu``, ``gpu_apps``,
-    ``health`` or ``download``; ``kind`` is a :class:`probes.runner.ProbeError` kind; ``message`` is host text
+    ``health`` or ``download``; ``kind`` is a :class:`probes.runner.ProbeError` kind, or ``unparsable`` (a
+    value it read could not be parsed; the message names the column) or ``crashed`` (its task
+    raised and is being restarted; the message names the exception); ``message`` is host text
     (plain); ``attempt`` counts the failed connection attempts in a row (0: none yet, e.g. the
     link just dropped); ``reason`` says why the unit or journal cannot be read
     (:data:`probes.access.REASONS`: ``sudo_missing``, ``sudo_refused``, ``no_systemd``,
@@ -254,6 +262,32 @@ class Knowledge:
     since: float | None = None
     why: str = ""
     reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Unparsable:
+    """A value a probe read but could not parse, named by its column: something no host prints
+    (not a number, 309 digits, a negative size, a utilisation over 100 %).
+
+    Attributes:
+        column: the source's own name for it: an nvidia-smi field (``memory.used``, ``pid``) or a
+            ``systemctl show`` property (``NRestarts``).
+        cell: the cell's text, cut to 40 characters (host text: show it as plain text).
+        why: a few words: ``not a number``, ``309 digits``, ``out of range 0..100``, …
+        gpu: the row's GPU index (``nvidia-smi --query-gpu``) or None.
+    """
+
+    column: str
+    cell: str
+    why: str
+    gpu: int | None = None
+
+    @property
+    def message(self) -> str:
+        """One line for an operator: ``unparsable value in column memory.used of GPU 3: '1e309'
+        (not a number)``."""
+        where = f" of GPU {self.gpu}" if self.gpu is not None else ""
+        return f"unparsable value in column {self.column}{where}: {self.cell!r} ({self.why})"
 
 
 # --- the snapshot: what views render --------------------------------------------------------------

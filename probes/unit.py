@@ -17,14 +17,19 @@ Format of ``systemctl show UNIT -p A,B,C --no-pager``, systemd 252 (``src/shared
 
 Values are host text: they are kept as plain strings (``[bold]`` stays ``[bold]``) and never
 interpreted as markup here or anywhere.
+
+A number no systemd prints (``NRestarts=-1``, a 309-digit ``MainPID``, ``MemoryCurrent=lots``, a
+``@``-timestamp of 400 digits) is not a crash and not a silent None: :func:`read_show` gives the
+state with that value None and an :class:`~probes.state.Unparsable` naming the property.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from probes.state import UnitState
+from probes.state import UnitState, Unparsable
 
 #: The properties upwatch asks for, in the order of the fixtures' ``-p`` list.
 SHOW_PROPERTIES: tuple[str, ...] = (
@@ -84,6 +89,28 @@ _NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 _INT_RE = re.compile(r"-?\d+", re.ASCII)
 #: ``(uint64_t) -1``: what systemd before v239 printed for an unset ``MemoryCurrent``.
 _UINT64_MAX = 2**64 - 1
+#: The range of each integer property read (inclusive): systemd's own types (``NRestarts``
+#: unsigned, ``MainPID`` a pid up to ``PID_MAX_LIMIT``, ``ExecMainCode`` a ``CLD_*`` code,
+#: ``ExecMainStatus`` an exit status or signal number, monotonic µs and bytes uint64).
+INT_RANGES: dict[str, tuple[int, int]] = {
+    "NRestarts": (0, 2**32 - 1),
+    "MainPID": (0, 2**22),
+    "ExecMainCode": (0, 255),
+    "ExecMainStatus": (0, 2**31 - 1),
+    "ExecMainStartTimestampMonotonic": (0, _UINT64_MAX),
+    "MemoryCurrent": (0, _UINT64_MAX),
+}
+#: Timestamp properties read.
+TIMESTAMP_PROPERTIES = ("ExecMainStartTimestamp", "ActiveEnterTimestamp", "InactiveExitTimestamp")
+
+
+@dataclass(frozen=True, slots=True)
+class ShowRead:
+    """A ``systemctl show`` output read: the unit's state (a value that could not be read is None
+    in it) and those values, in :data:`SHOW_PROPERTIES` order."""
+
+    state: UnitState
+    bad: tuple[Unparsable, ...] = ()
 
 
 def show_argv(unit: str) -> list[str]:
@@ -152,6 +179,8 @@ def parse_timestamp(value: str) -> float | None:
         return None
     unix = _UNIX_RE.fullmatch(value)
     if unix:
+        if len(unix.group(1)) > 12:  # past year 33658; int() raises past 4300 digits
+            return None
         return int(unix.group(1)) + _fraction(unix.group(2))
     m = _TIMESTAMP_RE.fullmatch(value)
     if not m or m.group(8) is None:
@@ -167,6 +196,15 @@ def parse_timestamp(value: str) -> float | None:
 
 
 def parse_show(text: str, time: float) -> UnitState:
+    """The unit's state of :func:`read_show` (a value that could not be read is None in it).
+
+    Raises:
+        ValueError: as :func:`read_show`.
+    """
+    return read_show(text, time).state
+
+
+def read_show(text: str, time: float) -> ShowRead:
     """Parse one unit's ``systemctl show`` output (the :func:`show_argv` command).
 
     Args:
@@ -174,9 +212,12 @@ def parse_show(text: str, time: float) -> UnitState:
         time: when the command was run (epoch seconds; the injected clock's "now").
 
     Returns:
-        The unit's state. Empty or ``[not set]`` values become None, ``MainPID=0`` becomes None,
-        a missing property takes the :class:`UnitState` default. A unit that does not exist is
-        returned as systemd reports it (``load_state == "not-found"``).
+        The unit's state and the values that could not be read. Empty or ``[not set]`` values
+        become None, ``MainPID=0`` becomes None, a missing property takes the :class:`UnitState`
+        default. A unit that does not exist is returned as systemd reports it (``load_state ==
+        "not-found"``). An integer property outside :data:`INT_RANGES` or not a number, and a
+        timestamp in none of the forms of :func:`parse_timestamp`, is None and named in ``bad``
+        (a timestamp whose zone is ambiguous, ``CST``, is None and not named: it is a timestamp).
 
     Raises:
         ValueError: the text is not ``systemctl show`` output (no ``Id`` or no ``ActiveState``).
@@ -187,36 +228,88 @@ def parse_show(text: str, time: float) -> UnitState:
         first = next((line for line in text.splitlines() if line.strip()), "")
         shown = repr(first[:80]) if first else "empty output"
         raise ValueError(f"not systemctl show output: no {' and no '.join(missing)} ({shown})")
-    main_pid = _int(props.get("MainPID"))
-    return UnitState(
+    bad: list[Unparsable] = []
+    ints = {name: _checked_int(props.get(name), name, bad) for name in INT_RANGES}
+    for name in TIMESTAMP_PROPERTIES:
+        _check_timestamp(props.get(name, ""), name, bad)
+    main_pid = ints["MainPID"]
+    memory = props.get("MemoryCurrent")
+    state = UnitState(
         time=time,
         unit=props["Id"],
         load_state=props.get("LoadState", ""),
         active_state=props["ActiveState"],
         sub_state=props.get("SubState", ""),
         result=props.get("Result", ""),
-        n_restarts=_int(props.get("NRestarts")),
+        n_restarts=ints["NRestarts"],
         main_pid=main_pid if main_pid else None,
         started_at=parse_timestamp(props.get("ExecMainStartTimestamp", "")),
         active_since=parse_timestamp(props.get("ActiveEnterTimestamp", "")),
-        memory_bytes=_bytes(props.get("MemoryCurrent")),
-        exec_main_code=_int(props.get("ExecMainCode")),
-        exec_main_status=_int(props.get("ExecMainStatus")),
+        memory_bytes=None if ints["MemoryCurrent"] is None else _bytes(memory),
+        exec_main_code=ints["ExecMainCode"],
+        exec_main_status=ints["ExecMainStatus"],
         inactive_exit_at=parse_timestamp(props.get("InactiveExitTimestamp", "")),
-        started_monotonic_us=_int(props.get("ExecMainStartTimestampMonotonic")) or None,
+        started_monotonic_us=ints["ExecMainStartTimestampMonotonic"] or None,
         invocation_id=props.get("InvocationID") or None,
         control_group=props.get("ControlGroup") or None,
     )
+    return ShowRead(state, tuple(bad))
 
 
 # --- helpers ----------------------------------------------------------------------------------------
 
 
 def _int(value: str | None) -> int | None:
-    """An integer property, or None when absent, empty or not a number (``[not set]``)."""
-    if value is None or not _INT_RE.fullmatch(value.strip()):
+    """An integer property, or None when absent, empty, not a number (``[not set]``) or longer
+    than 21 characters (``int()`` raises past 4300 digits)."""
+    if value is None or len(value.strip()) > 21 or not _INT_RE.fullmatch(value.strip()):
         return None
     return int(value)
+
+
+#: Values that mean "no number" in an integer property: unset, ``[not set]``, ``infinity``
+#: (``MemoryCurrent`` of some versions).
+_NO_NUMBER = frozenset({"", "[not set]", "infinity", "n/a"})
+
+
+def _checked_int(value: str | None, name: str, bad: list[Unparsable]) -> int | None:
+    """An integer property in :data:`INT_RANGES`; None when absent or "no number"
+    (:data:`_NO_NUMBER`); None and an :class:`Unparsable` in ``bad`` for anything else."""
+    if value is None or value.strip() in _NO_NUMBER:
+        return None
+    cell = value.strip()
+    lo, hi = INT_RANGES[name]
+    why = None
+    if not _INT_RE.fullmatch(cell):
+        why = "not an integer"
+    elif len(cell) > 21:
+        why = f"{len(cell.lstrip('-'))} digits"
+    elif not lo <= int(cell) <= hi:
+        why = f"out of range {lo}..{hi}"
+    if why is not None:
+        bad.append(Unparsable(name, _cut(cell), why))
+        return None
+    return int(cell)
+
+
+def _check_timestamp(value: str, name: str, bad: list[Unparsable]) -> None:
+    """Name a timestamp property in ``bad`` when it is in none of :func:`parse_timestamp`'s forms."""
+    cell = value.strip()
+    if not cell or cell in ("n/a", "[not set]"):
+        return
+    unix = _UNIX_RE.fullmatch(cell)
+    if unix is not None:
+        if len(unix.group(1)) > 12:
+            bad.append(Unparsable(name, _cut(cell), f"{len(unix.group(1))} digits"))
+        return
+    if _TIMESTAMP_RE.fullmatch(cell) is None:
+        bad.append(Unparsable(name, _cut(cell), "not a timestamp"))
+
+
+def _cut(cell: str, limit: int = 40) -> str:
+    """A value as shown in a message: control characters dropped, cut to ``limit`` characters."""
+    line = "".join(c for c in cell if c.isprintable())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _bytes(value: str | None) -> int | None:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from probes.access import LASTING
 from probes.engines.base import PHASES
 from probes.eta import slower_sentence
-from probes.state import HostState, Verdict
+from probes.state import CONNECTION_KINDS, HostState, Verdict
 
 #: Shown labels of the phase ids.
 PHASE_LABELS = {"starting": "Starting", "download": "Download", "weights": "Weight load",
@@ -82,7 +82,7 @@ def reconnect_words(s: HostState) -> str:
 
 
 def _stale(s: HostState) -> Verdict:
-    conn = [f for f in s.failures if f.kind != "command"]
+    conn = [f for f in s.failures if f.kind in CONNECTION_KINDS]
     login = next((f for f in conn if f.kind in ("host_key", "auth")), None)
     if login is not None:
         # Retrying will not help: the operator must act (the message says how).
@@ -96,14 +96,16 @@ def _stale(s: HostState) -> Verdict:
 
 #: The probes without which a host state says nothing (a GPU or health failure only degrades its cell).
 SIGHT_PROBES = ("unit", "journal")
-#: Failure kinds that mean the connection, not the command: the ``stale`` rule says those.
-_CONNECTION = frozenset({"unreachable", "closed", "timeout", "auth", "host_key"})
+#: Failure kinds of a probe that read its data but found a value it cannot parse: the data was
+#: seen (the bad value degrades its own cell), so it is not "cannot see".
+_READ_BUT_BAD = frozenset({"unparsable"})
 
 
 def blind_failures(s: HostState) -> tuple:
     """The failures of the unit and journal probes that are not the connection's (the command ran
     on the host and could not read): what the ``cannot_see`` rule speaks of, unit first."""
-    return tuple(f for p in SIGHT_PROBES if (f := s.failure(p)) is not None and f.kind not in _CONNECTION)
+    return tuple(f for p in SIGHT_PROBES if (f := s.failure(p)) is not None
+                 and f.kind not in CONNECTION_KINDS and f.kind not in _READ_BUT_BAD)
 
 
 def cannot_see_lasting(s: HostState) -> bool:

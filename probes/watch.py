@@ -13,7 +13,13 @@ One long-lived task per probe, each a loop that never overlaps itself:
   ``download_interval_s`` (:mod:`probes.download`).
 
 A failing probe degrades its own cell (a :class:`~probes.state.ProbeFailure` in the model) and
-retries with backoff; it never stops the others. The watcher does not push snapshots: it calls
+retries with backoff; it never stops the others. A value a probe cannot parse is a failure of that
+probe (kind ``unparsable``, naming the column) while the rest of its data keeps coming. A probe task
+that raises anyway (a bug) is supervised: its cell fails with kind ``crashed`` and the exception's
+type and message, and the task is started again after a capped exponential backoff
+(:meth:`HostWatcher._supervise`); the host's other probes keep running.
+
+The watcher does not push snapshots: it calls
 ``on_change(watcher)`` (cheap, possibly many times a second) and consumers pull :meth:`state`
 and :meth:`entries_after` at their own rate, which is how the dashboard coalesces per host.
 """
@@ -22,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -34,10 +40,10 @@ from probes import unit as unit_probe
 from probes.clock import Clock
 from probes.history import History
 from probes.journal import RecordError, parse_record
-from probes.model import CONNECTION_KINDS, HostModel
+from probes.model import HostModel
 from probes.runner import ProbeError, Runner
-from probes.state import (GpuApps, GpuOrphan, GpuOrphans, GpuProcess, GpuReading, GpuSample, HostState, LogEntry,
-                          ProbeFailure, ProbeOk)
+from probes.state import (CONNECTION_KINDS, GpuApps, GpuOrphan, GpuOrphans, GpuProcess, GpuReading, GpuSample, HostState, LogEntry,
+                          ProbeFailure, ProbeOk, Unparsable)
 
 if TYPE_CHECKING:  # httpx loads rich at import when rich is installed; probes import it lazily
     import httpx
@@ -133,6 +139,9 @@ JOURNAL_UNTRUSTED_POLL_S = 2.0
 LOG_KNOWN_WAIT_S = 5.0
 #: Longest wait (seconds) in :meth:`HostWatcher.stop` for the probe tasks to end.
 STOP_WAIT_S = 5.0
+#: A restarted probe task that ran this many clock seconds before raising again starts its
+#: backoff over (a rare crash is retried soon; a crash loop waits up to ``retry_max_s``).
+CRASH_RESET_S = 300.0
 
 
 async def _wait_event(event: asyncio.Event, timeout_s: float) -> bool:
@@ -288,6 +297,8 @@ class HostWatcher:
         #: (MainPID, InvocationID) the hub cache was found for, and the folder (None: unknown).
         self._hub_cache: tuple[tuple[int | None, str | None], str | None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        #: how many times each probe's task raised and was started again (:meth:`_supervise`)
+        self.crashes: dict[str, int] = {}
         self._unit_seen = asyncio.Event()
         #: set once the log has said what it can about the health target (engine, port), or can't
         self._log_known = asyncio.Event()
@@ -332,10 +343,10 @@ class HostWatcher:
         """Start the probe tasks on the running loop."""
         if self._tasks:
             return
-        for name, coro in (("journal", self._journal()), ("unit", self._unit()),
-                           ("gpu", self._gpu()), ("gpu_apps", self._gpu_apps()), ("health", self._health()),
-                           ("download", self._download())):
-            self._tasks.append(asyncio.create_task(coro, name=f"{self.spec.name}:{name}"))
+        for name, loop in (("journal", self._journal), ("unit", self._unit),
+                           ("gpu", self._gpu), ("gpu_apps", self._gpu_apps), ("health", self._health),
+                           ("download", self._download)):
+            self._tasks.append(asyncio.create_task(self._supervise(name, loop), name=f"{self.spec.name}:{name}"))
         if self.history is not None:
             self._tasks.append(asyncio.create_task(self._history_loop(), name=f"{self.spec.name}:history"))
 
@@ -366,6 +377,37 @@ class HostWatcher:
             await self.runner.close()
         except Exception:
             pass
+
+    async def _supervise(self, probe: str, loop: Callable[[], Awaitable[None]]) -> None:
+        """Run one probe's loop; when it raises (a bug: every bad input has its own path), say so in
+        that probe's cell and start it again, so one probe's crash never silences the host.
+
+        The cell gets a :class:`~probes.state.ProbeFailure` of kind ``crashed`` whose message is
+        the exception as it is (``OverflowError: cannot convert float infinity to integer``), with
+        the restart count and delay. Delays start at ``retry_s`` and double up to ``retry_max_s``;
+        a loop that ran :data:`CRASH_RESET_S` clock seconds before raising starts over at
+        ``retry_s``. :attr:`crashes` counts the crashes per probe. Cancellation is never caught.
+
+        Args:
+            probe: the cell (``journal``, ``unit``, ``gpu``, ``gpu_apps``, ``health``, ``download``).
+            loop: the probe's loop (a coroutine function that runs until cancelled).
+        """
+        delay = self.retry_s
+        while True:
+            began = self.clock.now()
+            try:
+                await loop()
+                return  # a loop that ends on its own has nothing more to do
+            except Exception as exc:  # noqa: BLE001 - shown as what it is, then restarted
+                if self.clock.now() - began >= CRASH_RESET_S:
+                    delay = self.retry_s
+                n = self.crashes.get(probe, 0) + 1
+                self.crashes[probe] = n
+                what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                self._fail(probe, "crashed", f"the {probe} probe crashed ({what[:300]}); "
+                           f"restart {n} in {delay:g} s")
+                await self.clock.sleep(delay)
+                delay = min(delay * 2, self.retry_max_s)
 
     async def run(self) -> None:
         """Start the probes and wait until cancelled (then stop them)."""
@@ -623,7 +665,7 @@ class HostWatcher:
                 done = await self.runner.run(argv, timeout=30.0)
                 text = done.stdout.decode("utf-8", "replace")
                 try:
-                    us = unit_probe.parse_show(text, self.clock.now())
+                    read = unit_probe.read_show(text, self.clock.now())
                 except ValueError as exc:
                     err = done.stderr.decode("utf-8", "replace").strip()
                     found = access_problem(done.stdout, done.stderr, done.returncode, sudo=self.spec.sudo)
@@ -638,8 +680,8 @@ class HostWatcher:
                 self._unit_seen.set()
                 delay = await self._retry(delay, exc.kind)
                 continue
-            self._ok("unit")
-            self._apply(us)
+            self._apply(read.state)
+            self._unparsable("unit", read.bad)
             self._unit_seen.set()
             delay = self.retry_s
             await self.clock.sleep(self.unit_interval_s)
@@ -653,6 +695,7 @@ class HostWatcher:
         loop = asyncio.get_running_loop()
         while True:
             batch: list[GpuSample] = []
+            bad: list[Unparsable] = []  # values of this batch's rows that could not be read
             junk: list[str] = []
             rows = 0
             kind = "command"
@@ -662,35 +705,43 @@ class HostWatcher:
                 # The first sample: how many GPUs there are is not known until the next sample
                 # begins (one interval later); show what came, without learning a count from it.
                 if batch and not self._gpu_count:
-                    self._gpu_reading(list(batch), learn=False)
+                    self._gpu_reading(list(batch), learn=False, bad=tuple(bad))
 
             try:
-                async for raw in self.runner.stream(argv):
-                    line = raw.decode("utf-8", "replace").strip()
-                    if not line:
-                        continue
-                    try:
-                        g = gpu_probe.parse_query_line(line)
-                    except ValueError:
-                        junk.append(line)  # Xid notes between samples, or an error message
-                        continue
-                    rows += 1
-                    if early is not None:
-                        early.cancel()
-                        early = None
-                    if batch and g.index <= batch[-1].index:
-                        self._gpu_reading(list(batch))
-                        batch.clear()
-                    batch.append(g)
-                    if self._gpu_count and len(batch) == self._gpu_count:
-                        self._gpu_reading(list(batch))
-                        batch.clear()
-                    elif not self._gpu_count:
-                        early = loop.call_later(EARLY_GPU_S, show_early)
+                async with contextlib.aclosing(self.runner.stream(argv)) as stream:  # type: ignore[type-var]
+                    async for raw in stream:
+                        line = raw.decode("utf-8", "replace").strip()
+                        if not line:
+                            continue
+                        try:
+                            row = gpu_probe.parse_query_row(line)
+                        except gpu_probe.UnparsableValue as exc:
+                            bad.append(exc.problem)  # a row, but its index cannot be read
+                            continue
+                        except ValueError:
+                            junk.append(line)  # Xid notes between samples, or an error message
+                            continue
+                        g = row.sample
+                        rows += 1
+                        if early is not None:
+                            early.cancel()
+                            early = None
+                        if batch and g.index <= batch[-1].index:
+                            self._gpu_reading(list(batch), bad=tuple(bad))
+                            batch.clear()
+                            bad.clear()
+                        batch.append(g)
+                        bad.extend(row.bad)
+                        if self._gpu_count and len(batch) == self._gpu_count:
+                            self._gpu_reading(list(batch), bad=tuple(bad))
+                            batch.clear()
+                            bad.clear()
+                        elif not self._gpu_count:
+                            early = loop.call_later(EARLY_GPU_S, show_early)
                 if early is not None:
                     early.cancel()
                 if batch:
-                    self._gpu_reading(list(batch))
+                    self._gpu_reading(list(batch), bad=tuple(bad))
                 if rows == 0:
                     # No row at all: ask once more without the loop, for the exit status and
                     # stderr the stream does not carry (missing binary, driver mismatch, ...).
@@ -726,14 +777,28 @@ class HostWatcher:
 
     _gpu_count = 0
 
-    def _gpu_reading(self, batch: list[GpuSample], *, learn: bool = True) -> None:
+    def _gpu_reading(self, batch: list[GpuSample], *, learn: bool = True,
+                     bad: tuple[Unparsable, ...] = ()) -> None:
+        """Deliver one GPU sample; values that could not be read (``bad``) are None in it, and
+        make the GPU cell fail with kind ``unparsable`` (the first one named) until a sample
+        reads whole."""
         if learn:
             self._gpu_count = max(self._gpu_count, len(batch))
         for g in batch:
             if g.uuid:
                 self._uuid_index[g.uuid] = g.index
-        self._ok("gpu")
         self._apply(GpuReading(self.clock.now(), tuple(batch)))
+        self._unparsable("gpu", bad)
+
+    def _unparsable(self, probe: str, bad: tuple[Unparsable, ...]) -> None:
+        """``probe`` delivered; it fails with kind ``unparsable`` when some of its values could not
+        be read (the message names one, a GPU's value first, and how many more), else it is OK."""
+        if not bad:
+            self._ok(probe)
+            return
+        first = next((b for b in bad if b.gpu is not None), bad[0])  # a GPU's value before a row's index
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        self._fail(probe, "unparsable", first.message + more)
 
     async def _gpu_apps(self) -> None:
         """List the processes holding GPU memory every ``apps_interval_s`` (one call at a time,
@@ -741,7 +806,8 @@ class HostWatcher:
         argv = gpu_probe.compute_apps_argv()
         delay = self.retry_s
         while True:
-            if self.model._gpus is None or self.model.failing("gpu"):
+            gpu_failure = self.model._failures.get("gpu")
+            if self.model._gpus is None or (gpu_failure is not None and gpu_failure.kind != "unparsable"):
                 await self.clock.sleep(self.gpu_interval_s)  # no GPU seen: nothing to attribute
                 continue
             try:
@@ -757,10 +823,11 @@ class HostWatcher:
                     (done.stdout + b"\n" + done.stderr).decode("utf-8", "replace"), done.returncode))
                 delay = await self._retry(delay)
                 continue
-            apps = gpu_probe.parse_compute_apps(done.stdout.decode("utf-8", "replace"), self._uuid_index)
+            read = gpu_probe.read_compute_apps(done.stdout.decode("utf-8", "replace"), self._uuid_index)
+            apps = read.apps
             delay = self.retry_s
-            self._ok("gpu_apps")
             self._apply(GpuApps(self.clock.now(), apps))
+            self._unparsable("gpu_apps", read.bad)
             try:
                 orphans = await self._orphans(apps)
             except ProbeError:
@@ -782,7 +849,7 @@ class HostWatcher:
             done = await self.runner.run(["sh", "-c", CGROUP_PIDS_SCRIPT, "sh", u.control_group], timeout=30.0)
             if done.returncode != 0:
                 return None
-            inside = {int(w) for w in done.stdout.split() if w.isdigit()}
+            inside = {int(w) for w in done.stdout.split() if w.isdigit() and len(w) <= 8}
         outside = [a for a in apps if a.pid not in inside]
         if not outside:
             return ()
@@ -791,7 +858,7 @@ class HostWatcher:
         commands: dict[int, str] = {}
         for line in ps.stdout.decode("utf-8", "replace").splitlines():
             head, _, args = line.strip().partition(" ")
-            if head.isdigit():
+            if head.isdigit() and len(head) <= 8:  # a PID (at most 2**22)
                 commands[int(head)] = args.strip()
         # A PID that ps does not know is gone (nvidia-smi's list lags): never name it, so nothing
         # can kill an unrelated process that gets the number next.

@@ -104,6 +104,8 @@ def test_knowledge_is_read_failing_since_or_never() -> None:
     ("unit", "command", True), ("unit", "permission", True), ("journal", "permission", True),
     ("gpu", "command", False), ("health", "command", False),  # their own cell only
     ("unit", "unreachable", False),  # the connection: the stale rule says it
+    ("unit", "unparsable", False),  # read, with one value it cannot parse: that value's cell says it
+    ("unit", "crashed", True),  # the probe's task died: nothing of the unit is being read
 ])
 def test_cannot_see_is_said_only_for_the_unit_or_journal_on_the_host(probe: str, kind: str, blind: bool) -> None:
     from probes.state import ProbeFailure
@@ -135,6 +137,10 @@ def test_cannot_see_comes_before_every_other_rule_but_the_connection() -> None:
     stale = dataclasses.replace(s, stale_since=T0 + 1, failures=s.failures + (
         ProbeFailure(T0 + 1, "gpu", "unreachable", "connection refused"),))
     assert verdict_for(stale, T0 + 2).kind == "stale"
+    # The stale sentence gives the connection's failure, not another probe's own trouble.
+    odd = dataclasses.replace(stale, failures=(ProbeFailure(T0, "gpu", "unparsable", "unparsable value in x"),)
+                              + stale.failures)
+    assert "connection refused" in verdict_for(odd, T0 + 2).sentence
     both = dataclasses.replace(s, failures=(
         ProbeFailure(T0, "journal", "permission", "gpu-b: sudo -n refused (x): allow", reason="sudo_refused"),
         ProbeFailure(T0, "unit", "permission", "systemctl show: sudo -n refused (x): allow", reason="sudo_refused")))

@@ -48,6 +48,7 @@ import difflib
 import math
 import os
 import re
+import sys
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -205,7 +206,8 @@ def load_config(config_path: str | os.PathLike[str] | None = None, quick: Sequen
 
     Raises:
         ConfigError: the file is missing (when named explicitly), unreadable, not valid TOML
-            (message: file, line, column, as :mod:`tomllib` reports them), or breaks a rule of the
+            (message: file, line, column, as :mod:`tomllib` reports them; an integer of more
+            digits than Python reads, 4300, names its line), or breaks a rule of the
             schema in the module docstring (message: file, line, host and key); or a quick form
             is malformed; or two hosts share a name.
     """
@@ -218,10 +220,7 @@ def load_config(config_path: str | os.PathLike[str] | None = None, quick: Sequen
             text = cfile.path.read_bytes().decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{cfile.shown}: cannot be read: {exc}") from None
-        try:
-            doc = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{cfile.shown}: not valid TOML: {exc}") from None
+        doc = _parse_toml(text, cfile.shown)
         lines = _Lines(text, cfile.shown)
 
     for key in doc:
@@ -363,6 +362,71 @@ class _Lines:
         return f"{self.shown}:{line}" if line else self.shown
 
 
+#: A run that may be an integer too long for ``int()``: a digit, then 999 or more digits, letters
+#: (hex, ``0x``/``0o``/``0b``) or underscores, not inside a bare word.
+_LONG_NUMBER = re.compile(r"(?<![A-Za-z0-9_])[+-]?[0-9][0-9A-Za-z_]{999,}")
+
+
+def _parse_toml(text: str, shown: str) -> dict[str, Any]:
+    """``tomllib.loads(text)``, every failure a :class:`ConfigError` naming ``shown``.
+
+    tomllib (Python 3.11) raises its ``TOMLDecodeError`` (with line and column) for text that is
+    not TOML, but a plain ``ValueError`` without a position for an integer of more digits than
+    ``int()`` reads (``sys.get_int_max_str_digits()``, 4300; hex too), and ``RecursionError`` for
+    arrays or inline tables nested some hundreds deep. Both are named here, the integer with its
+    line (found by :func:`_long_integer_line`).
+
+    Raises:
+        ConfigError: the text cannot be read as TOML.
+    """
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{shown}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{shown}: not valid TOML: arrays or inline tables nested too deeply") from None
+    except ValueError:  # int() past sys.get_int_max_str_digits() digits
+        found = _long_integer_line(text)
+        limit = sys.get_int_max_str_digits()
+        if found is None:
+            raise ConfigError(f"{shown}: not valid TOML: an integer has more than {limit} digits") from None
+        line, digits = found
+        raise ConfigError(f"{shown} line {line}: not valid TOML: an integer of {digits} digits "
+                          f"(at most {limit})") from None
+
+
+def _too_long_integer(text: str) -> bool:
+    """Whether tomllib fails on ``text`` because an integer is too long (its plain ValueError)."""
+    try:
+        tomllib.loads(text)
+    except RecursionError:
+        return False
+    except ValueError as exc:
+        return not isinstance(exc, tomllib.TOMLDecodeError)
+    return False
+
+
+def _long_integer_line(text: str) -> tuple[int, int] | None:
+    """The line (1-based) and digit count of the integer that tomllib could not read, or None.
+
+    Each long run of :data:`_LONG_NUMBER` is tried alone, the others replaced by ``0``: the first
+    that still fails is the integer value (a run inside a string or a comment never fails)."""
+    runs = list(_LONG_NUMBER.finditer(text))
+    for run in runs:
+        trial, end = [], 0
+        for other in runs:
+            trial.append(text[end:other.start()])
+            trial.append(other.group() if other is run else "0")
+            end = other.end()
+        trial.append(text[end:])
+        if _too_long_integer("".join(trial)):
+            digits = sum(c.isalnum() for c in run.group().removeprefix("+").removeprefix("-"))
+            if run.group().lstrip("+-")[1:2] in ("x", "o", "b"):
+                digits -= 2
+            return text.count("\n", 0, run.start()) + 1, digits
+    return None
+
+
 def _unknown(what: str, key: str, known: Sequence[str]) -> str:
     close = difflib.get_close_matches(key, known, n=1)
     hint = f' (did you mean "{close[0]}"?)' if close else f" (known: {', '.join(known)})"
@@ -372,6 +436,18 @@ def _unknown(what: str, key: str, known: Sequence[str]) -> str:
 def _kind(value: Any) -> str:
     return {bool: "true/false", int: "an integer", float: "a number", str: "a string",
             list: "an array", dict: "a table"}.get(type(value), type(value).__name__)
+
+
+#: The longest probe period ``[settings]`` takes (a week, as for ``stall_after_s``).
+MAX_PERIOD_S = 86400 * 7
+
+
+def _shown(value: Any) -> str:
+    """A value as a message shows it; an integer too long to print (``0x`` + 5000 digits is valid
+    TOML, and ``str()`` refuses past 4300 digits) by its size."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 100:
+        return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
+    return repr(value)
 
 
 def _check(key: str, value: Any) -> Any:
@@ -389,7 +465,8 @@ def _check(key: str, value: Any) -> Any:
             if phase != "*" and phase not in PHASES:
                 raise ValueError(f'"{phase}" is not a phase id ({", ".join(PHASES)}, or "*")')
             if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < 86400 * 7:
-                raise ValueError(f"must be seconds (a number above 0), or a table of them by phase, not {seconds!r}")
+                raise ValueError("must be seconds (a number above 0), or a table of them by phase, "
+                                 f"not {_shown(seconds)}")
             out.append((phase, float(seconds)))
         return tuple(out)
     if key == "notify":
@@ -408,7 +485,7 @@ def _check(key: str, value: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValueError(f"must be an integer 1..{hi}, not {_kind(value)}")
         if not 1 <= value <= hi:
-            raise ValueError(f"must be 1..{hi}, not {value}")
+            raise ValueError(f"must be 1..{hi}, not {_shown(value)}")
         return value
     if not isinstance(value, str):
         raise ValueError(f"must be a string, not {_kind(value)}")
@@ -465,11 +542,15 @@ def _settings(table: Any, lines: _Lines) -> tuple[dict[str, Any], dict[str, str]
             values[key] = value
             sources[key] = lines.source(sec, key)
             continue
-        if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-                or value <= 0):
-            shown = _kind(value) if not isinstance(value, (int, float)) or isinstance(value, bool) else value
+        # An int is compared as it is: math.isfinite() or float() of 10**400 raises OverflowError.
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or (isinstance(value, float) and math.isnan(value)) or value <= 0):
+            shown = _kind(value) if not isinstance(value, (int, float)) or isinstance(value, bool) else _shown(value)
             raise ConfigError(lines.where(sec, key) + f'[settings]: key "{key}" must be a positive '
                               f"number of seconds, not {shown}")
+        if value > MAX_PERIOD_S:
+            raise ConfigError(lines.where(sec, key) + f'[settings]: key "{key}" must be at most '
+                              f"{MAX_PERIOD_S} seconds (a week), not {_shown(value)}")
         values[key] = float(value)
         sources[key] = lines.source(sec, key)
     return values, sources

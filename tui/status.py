@@ -26,7 +26,7 @@ from probes.eta import eta_for, typical_words
 from probes.download import download_words
 from probes.gpu import NvmlSource
 from probes.history import History
-from probes.model import CONNECTION_KINDS
+from probes.state import CONNECTION_KINDS
 from probes.verdict import blind_failures, headline, systemd_gave_up
 from probes.runner import Runner
 from probes.state import HostState

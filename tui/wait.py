@@ -25,7 +25,7 @@ from typing import IO
 
 from probes.clock import WallClock
 from probes.history import History
-from probes.model import CONNECTION_KINDS
+from probes.state import CONNECTION_KINDS
 from probes.runner import ProbeError, Runner
 from probes.state import HostState
 from probes.verdict import blind_failures, cannot_see_lasting, systemd_gave_up
