@@ -46,7 +46,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["strip_escapes", "clean_chars", "one_line", "lines", "unsafe_char", "RAW_LIMIT"]
+__all__ = ["RAW_LIMIT", "clean_chars", "lines", "one_line", "strip_escapes", "unsafe_char"]
 
 #: Longest input :func:`one_line` looks at, in characters; the rest is never scanned.
 RAW_LIMIT = 64 * 1024

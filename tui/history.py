@@ -3,8 +3,8 @@
 A kind is (host, unit, model, engine-argument hash): the starts whose durations
 :meth:`probes.history.History.typical` compares. Each block says how many starts were ready and
 failed, the median of each phase and of the whole start over the last
-:data:`probes.history.TYPICAL_STARTS` ready ones, and when the newest began. Plain text, with
-control characters of recorded host text shown as ``?``; nothing is interpreted as markup.
+:data:`probes.history.TYPICAL_STARTS` ready ones, and when the newest began. Plain text; recorded host text
+goes through the one sanitiser (:mod:`probes.hosttext`); nothing is interpreted as markup.
 
 Exit status: 0 (an empty history says so), 2 when the history file cannot be read.
 """
@@ -19,6 +19,7 @@ from typing import IO, Any
 
 from probes.eta import PHASE_WORDS
 from probes.history import History, SummaryRow, default_history_path
+from probes.hosttext import one_line
 from probes.verdict import fmt_span
 
 EXIT_OK = 0
@@ -31,8 +32,8 @@ def _local(t: float) -> str:
 
 
 def _plain(text: str) -> str:
-    """Recorded host text on one line, control characters (escape codes) shown as ``?``."""
-    return "".join(ch if ch.isprintable() else "?" for ch in text)
+    """Recorded host text on one line, made safe by the one sanitiser (:func:`probes.hosttext.one_line`)."""
+    return one_line(text)
 
 
 def row_json(r: SummaryRow) -> dict[str, Any]:

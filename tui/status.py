@@ -23,6 +23,7 @@ from probes.eta import eta_for, typical_words
 from probes.download import download_words
 from probes.gpu import NvmlSource
 from probes.history import History
+from probes.hosttext import one_line
 from probes.model import CONNECTION_KINDS
 from probes.verdict import systemd_gave_up
 from probes.runner import Runner
@@ -182,8 +183,8 @@ def format_host(spec: HostSpec, s: HostState, connection: str | None = None, now
 
 
 def _oneline(text: str) -> str:
-    """Host text on one line, control characters (escape codes) shown as ``?``."""
-    return "".join(ch if ch.isprintable() else "?" for ch in text.replace("\n", " "))
+    """Host text on one line, made safe by the one sanitiser (:func:`probes.hosttext.one_line`)."""
+    return one_line(text)
 
 
 class Answered:

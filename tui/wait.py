@@ -23,6 +23,7 @@ from typing import IO
 
 from probes.clock import WallClock
 from probes.history import History
+from probes.hosttext import one_line
 from probes.model import CONNECTION_KINDS
 from probes.runner import ProbeError, Runner
 from probes.state import HostState
@@ -256,8 +257,8 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
 
 
 def _oneline(text: str) -> str:
-    """Host text on one line, control characters (escape codes) shown as ``?``."""
-    return "".join(ch if ch.isprintable() else "?" for ch in text.replace("\n", " "))
+    """Host text on one line, made safe by the one sanitiser (:func:`probes.hosttext.one_line`)."""
+    return one_line(text)
 
 
 def _final(s: HostState, code: int, out: IO[str]) -> None:

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from probes.hosttext import one_line
 
-__all__ = ["host_text", "plain", "MAX_CHARS"]
+__all__ = ["MAX_CHARS", "host_text", "plain"]
 
 #: Longest visible text kept, in characters.
 MAX_CHARS = 8192
