@@ -43,6 +43,7 @@ the payload a control string may hold contains no opener), and never raises.
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 
@@ -197,3 +198,37 @@ def unsafe_char(text: str) -> tuple[int, str] | None:
         if not ch.isprintable() and unicodedata.category(ch) != "Zs":
             return i, f"U+{ord(ch):04X}"
     return None
+
+
+# Candidates for escaping in JSON text: anything outside printable ASCII and the newline of indent.
+_JSON_CANDIDATE_RE = re.compile(r"[^\x20-\x7e\n]")
+
+
+def _json_escape(m: re.Match[str]) -> str:
+    ch = m.group()
+    if ch.isprintable() or unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Zl", "Zp"):
+        return ch
+    c = ord(ch)
+    if c > 0xFFFF:  # JSON (RFC 8259 §7) writes a character outside the BMP as a surrogate pair
+        c -= 0x10000
+        return f"\\u{0xD800 + (c >> 10):04x}\\u{0xDC00 + (c & 0x3FF):04x}"
+    return f"\\u{c:04x}"
+
+
+def json_text(obj: object, *, indent: int | None = None, separators: tuple[str, str] | None = None) -> str:
+    """``json.dumps(obj, ensure_ascii=False)`` that a terminal shows as it is: DEL, C1 controls,
+    format characters (bidi controls, zero-width), lone surrogates and U+2028/U+2029 written as
+    ``\\uXXXX`` escapes.
+
+    The JSON means exactly the same data (RFC 8259 §7: any character may be escaped); only what a
+    terminal would act on is escaped, the rest of the text stays readable.
+
+    Args:
+        obj: what :func:`json.dumps` accepts.
+        indent, separators: as for :func:`json.dumps`.
+
+    Raises:
+        TypeError, ValueError: as :func:`json.dumps` (an object it cannot serialise).
+    """
+    text = json.dumps(obj, ensure_ascii=False, indent=indent, separators=separators)
+    return text if text.isascii() else _JSON_CANDIDATE_RE.sub(_json_escape, text)

@@ -11,7 +11,6 @@ Exit status: 0 (an empty history says so), 2 when the history file cannot be rea
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import IO, Any
 
 from probes.eta import PHASE_WORDS
 from probes.history import History, SummaryRow, default_history_path
-from probes.hosttext import one_line
+from probes.hosttext import json_text, one_line
 from probes.verdict import fmt_span
 
 EXIT_OK = 0
@@ -95,7 +94,7 @@ def run_history(hosts: Sequence[str], *, as_json: bool, out: IO[str], err: IO[st
         finally:
             h.close()
     if as_json:
-        json.dump([row_json(r) for r in rows], out, ensure_ascii=False, indent=2)
+        out.write(json_text([row_json(r) for r in rows], indent=2))
         out.write("\n")
     elif not rows:
         which = f" for {', '.join(_plain(h) for h in hosts)}" if hosts else ""

@@ -12,7 +12,6 @@ host key). JSON (``--json``): a list with one object per host; see :func:`host_j
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -23,7 +22,7 @@ from probes.eta import eta_for, typical_words
 from probes.download import download_words
 from probes.gpu import NvmlSource
 from probes.history import History
-from probes.hosttext import one_line
+from probes.hosttext import json_text, one_line
 from probes.model import CONNECTION_KINDS
 from probes.verdict import systemd_gave_up
 from probes.runner import Runner
@@ -336,7 +335,7 @@ async def watch(config: Config, out: IO[str], *, timeout_s: float = 15.0, tick_s
                                   for sp in s.phases]
                 item["changed"] = ["first"] if prev is None else [k for k in key if key[k] != prev[k]]
                 last[id(w)] = key
-                out.write(json.dumps(item, ensure_ascii=False) + "\n")
+                out.write(json_text(item) + "\n")
                 out.flush()
             waiters = [asyncio.ensure_future(changed.wait()), asyncio.ensure_future(stop.wait())]
             try:
@@ -429,7 +428,7 @@ def _print(results: list[tuple[HostSpec, HostState, bool]], *, as_json: bool, ti
             if not answered and item["connection"] == "ok" and s.unit_state is None:
                 _no_answer(item, timeout_s)
             items.append(item)
-        json.dump(items, out, ensure_ascii=False, indent=2)
+        out.write(json_text(items, indent=2))
         out.write("\n")
     else:
         for i, (spec, s, answered) in enumerate(results):
