@@ -182,7 +182,8 @@ def lines(text: object, *, max_chars: int | None = None) -> str:
 
 
 def unsafe_char(text: str) -> tuple[int, str] | None:
-    """The first character a sanitiser would change, for input that must be refused, not cleaned.
+    """The first character the sanitiser would drop or replace, for input that must be refused, not
+    cleaned (a space character other than U+0020, which it shows as a plain space, is allowed).
 
     Args:
         text: a value to check (a configured host, unit or engine name).
@@ -190,7 +191,7 @@ def unsafe_char(text: str) -> tuple[int, str] | None:
     Returns:
         ``(index, "U+202E")`` for the first control (C0, DEL, C1), format (Cf: bidi controls,
         zero-width characters), line/paragraph separator, surrogate, private-use or unassigned
-        character; None when every character is shown as itself (plain spaces allowed).
+        character; None when every character is shown as itself or as a plain space.
     """
     if text.isprintable():
         return None
