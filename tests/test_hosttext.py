@@ -19,7 +19,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from probes import hosttext
-from probes.hosttext import clean_chars, json_text, lines, one_line, strip_escapes, unsafe_char
+from probes.hosttext import (
+    clean_chars,
+    json_text,
+    lines,
+    one_line,
+    strip_escapes,
+    unsafe_char,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
