@@ -13,6 +13,7 @@ hostile text was really shown).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -204,3 +205,46 @@ def test_hostile_host_text_reaches_the_terminal_as_plain_characters_only(
     assert text.count("\x07") == len(re.findall(r"\x1b\]22;[a-z-]*\x07", text))
     assert "UFdORUQ" not in text and "evil.example" not in text
     assert os.path.getsize(pane_bytes) == len(raw)
+
+
+# --- names from the configuration, and text the app itself is handed -----------------------------------
+
+def test_a_config_name_with_bidi_or_zero_width_characters_is_refused_and_said_cleanly(tmp_path: Path) -> None:
+    from tui.config import ConfigError, load_config
+
+    for bad, code in (("gpu\u202e-a", "U+202E"), ("gpu\u200b-a", "U+200B"), ("gpu\u2066-a", "U+2066"),
+                      ("gpu\x1b]52;c;eA==\x07", "U+001B")):
+        path = tmp_path / "hosts.toml"
+        path.write_text(f'[[host]]\nname = {json.dumps(bad)}\nunit = "sglang.service"\n'
+                        'ssh = "root@10.0.0.1"\n')
+        with pytest.raises(ConfigError) as exc:
+            load_config(str(path), [], {}, default_path=tmp_path / "none.toml")
+        message = str(exc.value)
+        assert code in message and "invisible" in message, message
+        assert INVISIBLE_RE.search(message) is None and "\x1b" not in message
+
+
+async def test_every_toast_and_action_modal_shows_host_text_clean(tmp_path: Path) -> None:
+    """Toasts (``UpwatchApp.notify``) and the action modals clean what they are handed, whoever
+    hands it: a host name that did not come through the config checks, a command's output."""
+    from probes.clock import WallClock
+    from probes.local import LocalRunner
+    from probes.watch import HostSpec
+    from tui.actions import ConfirmScreen, SafeRestartScreen
+    from tui.app import make_app
+    from tui.config import Config
+
+    name = "gpu\u202e-a\x1b]52;c;UFdORUQ=\x07"
+    spec = HostSpec(name, "sglang.service", ssh="root@10.0.0.1")
+    app = make_app(Config(hosts=(spec,)), lambda s: LocalRunner(), WallClock(), start_watchers=False,
+                   audit=None, history=None)
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.notify(f"{name}: restart: exit 1: {HOSTILE}", title=f"{name}\x9b2J", markup=True)
+        await pilot.pause()
+        [note] = list(app._notifications)
+        assert note.message == "gpu-a: restart: exit 1: link|RTLiso|END" and note.title == "gpu-a"
+        modal = ConfirmScreen(f"kill on {name}?", [f"51873  PROC{HOSTILE}  10 MiB"])
+        assert modal.title_text == "kill on gpu-a?" and modal.command_text == "51873  PROClink|RTLiso|END  10 MiB"
+        wait = SafeRestartScreen(name, "sglang.service")
+        wait.step(f"stopping on {name}")
+        assert wait.steps == ["stopping on gpu-a"]
