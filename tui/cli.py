@@ -32,7 +32,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 
 from probes.engines import ENGINES
-from probes.hosttext import json_text
+from probes.hosttext import json_text, one_line
 from probes.logfile import LogReadError, read_path
 from probes.notify import url_label
 from probes.watch import DEFAULT_PORTS, HostSpec
@@ -493,7 +493,7 @@ def _replay(args: argparse.Namespace) -> int:
     units = info.get("units") or []
     if not args.unit and len(units) > 1:
         print(f"upwatch replay: this journal holds entries of {len(units)} units, read as one; pick one "
-              f"with --unit ({', '.join(units[:6])}{', ...' if len(units) > 6 else ''})", file=sys.stderr)
+              f"with --unit ({', '.join(one_line(u, max_chars=80) for u in units[:6])}{', ...' if len(units) > 6 else ''})", file=sys.stderr)
     try:
         if args.json:
             sys.stdout.write(json_text(reading.to_json(), indent=2))

@@ -176,7 +176,7 @@ def format_host(spec: HostSpec, s: HostState, connection: str | None = None, now
         if f.probe != "gpu" and f.kind not in CONNECTION_KINDS:
             rows.append((f"{f.probe} error", f.message))
     rows.append(("connection", connection or connection_text(s)))
-    head = f"{spec.name}  {s.unit} · {s.engine}"
+    head = _oneline(f"{spec.name}  {s.unit} · {s.engine}")
     width = max(len(k) for k, _ in rows)
     return "\n".join([head] + [f"  {k.ljust(width)}  {_oneline(v)}" for k, v in rows]) + "\n"
 
