@@ -72,7 +72,7 @@ class ConfirmScreen(ModalScreen[bool]):
     def __init__(self, title: str, lines: list[str], confirm_label: str = "Confirm") -> None:
         super().__init__()
         self.title_text = hosttext.one_line(title)  # host, unit and process names are host text
-        self.lines = [hosttext.one_line(line) for line in lines]
+        self.lines = [hosttext.lines(line) for line in lines]  # an entry may hold several lines
         self.confirm_label = confirm_label
 
     def compose(self) -> ComposeResult:
