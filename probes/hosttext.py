@@ -47,7 +47,7 @@ import json
 import re
 import unicodedata
 
-__all__ = ["RAW_LIMIT", "clean_chars", "lines", "one_line", "strip_escapes", "unsafe_char"]
+__all__ = ["RAW_LIMIT", "clean_chars", "json_text", "lines", "one_line", "strip_escapes", "unsafe_char"]
 
 #: Longest input :func:`one_line` looks at, in characters; the rest is never scanned.
 RAW_LIMIT = 64 * 1024
