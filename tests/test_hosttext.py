@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import importlib
 import json
+import re
 import time
 import unicodedata
 from pathlib import Path
@@ -233,6 +234,12 @@ ALLOWED_CONTROL_LITERALS = {
     *(("probes/download.py", c) for c in "\a\b\f\v"),  # C escapes systemd writes (a format, decoded)
     ("widgets/text.py", "\x1b"),                    # "did an SGR sequence survive?" (to decode colours)
 }
+#: Regex or string text that spells a control or format character as an escape (``r"[\x00-\x1f]"``,
+#: ``"\\x1b\\["``, ``\\u202e``): a control-character rule of its own.
+SPELLED_CONTROL_RE = re.compile(r"\\x(?:0[0-8b-f]|1[0-9a-f]|7f|[89][0-9a-f])|\\u(?:00[89][0-9a-f]|200[b-f]|202[a-e]"
+                                r"|206[0-9]|feff)|\\0?33", re.IGNORECASE)
+#: Such text that is not a sanitiser: a word pattern that treats a NUL placeholder as a boundary.
+ALLOWED_SPELLED = {("probes/engines/base.py", r"(?<![\w\x00])[A-Za-z][A-Za-z0-9_]{2,}(?![\w\x00?*+{])")}
 #: ``isprintable()`` used as "already clean?" before calling the sanitiser (a fast path), per file.
 ALLOWED_ISPRINTABLE = {"probes/logline.py": 1, "probes/reader.py": 1, "widgets/text.py": 1}
 
@@ -249,17 +256,21 @@ def _odd(value: str | bytes) -> bool:
 
 def test_no_other_module_defines_its_own_control_character_rules() -> None:
     """Every escape/control-character rule lives in probes/hosttext.py: no other module holds a
-    string with a control or format character (a regex class such as ``[\\x00-\\x1f]`` is one),
-    calls ``unicodedata.category``, or filters with ``isprintable()`` beyond a fast path."""
+    string with a control or format character, nor spells one as an escape in a regex
+    (``r"[\\x00-\\x1f]"``), calls ``unicodedata.category``, or filters with ``isprintable()`` beyond a fast path."""
     found = []
     for path in _sources():
         rel = path.relative_to(ROOT).as_posix()
         tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
         printable = 0
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)) and _odd(node.value):
                 if (rel, node.value) not in ALLOWED_CONTROL_LITERALS:
                     found.append(f"{rel}:{node.lineno}: {node.value!r}")
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings \
+                    and SPELLED_CONTROL_RE.search(node.value) and (rel, node.value) not in ALLOWED_SPELLED:
+                found.append(f"{rel}:{node.lineno}: {node.value!r}")
             elif isinstance(node, ast.Attribute) and node.attr == "isprintable":
                 printable += 1
             elif isinstance(node, ast.Attribute) and node.attr == "category" and \
