@@ -218,7 +218,7 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
                 grace_until = grace_until or time.monotonic() + LOG_GRACE_S
                 if time.monotonic() < grace_until:
                     code = None
-            text = tty_line(s, clock.now(), width) if tty else describe(s)
+            text = _oneline(tty_line(s, clock.now(), width) if tty else describe(s))  # download words: host text
             if code is None and not answered(w):
                 # the journal's backlog is still coming: its first lines are history
                 text = f"{spec.name}: connecting…" if tty else last
