@@ -31,6 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from probes.hosttext import json_text, one_line
 from probes.runner import ProbeError
 from probes.unitname import normalize_unit
 
@@ -127,7 +128,8 @@ class ActionResult:
         head = f"{self.plan.host}: {self.plan.action} {self.plan.unit}"
         if self.ok:
             return f"{head}: done"
-        tail = self.output.strip().splitlines()[-1][:200] if self.output.strip() else ""
+        out = self.output.strip().splitlines()
+        tail = one_line(out[-1], max_chars=200) if out else ""  # host text: cleaned, then cut
         status = f"exit {self.exit_status}" if self.exit_status is not None else "could not run"
         return f"{head}: {status}" + (f": {tail}" if tail else "")
 
@@ -295,7 +297,7 @@ class AuditLog:
 
     def write(self, rec: Mapping) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        line = (json.dumps(rec, ensure_ascii=False) + "\n").encode("utf-8", "replace")
+        line = (json_text(rec) + "\n").encode("utf-8", "replace")  # `cat audit.jsonl` shows no escape
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             os.write(fd, line)  # one write per line: lines of two upwatch instances never interleave

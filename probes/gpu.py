@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from probes.hosttext import one_line
 from probes.state import GpuProcess, GpuReading, GpuSample, Unparsable
 
 #: The ``--query-gpu`` fields, in the order :class:`GpuSample` is read from.
@@ -75,8 +76,6 @@ _BRACKET_RE = re.compile(r"\[[^\]]*\]")
 _UUID_RE = re.compile(r"(?:GPU|MIG)-[0-9A-Za-z-]+")
 _HANDLE_RE = re.compile(r"Unable to determine the device handle for gpu\s*([0-9A-Fa-f:.]+)\s*:\s*(.*)", re.I)
 _NVML_VERSION_RE = re.compile(r"NVML library version:\s*(\S+)")
-_ANSI_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
-_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 # One line for an operator per failure (shared by nvidia-smi and NVML).
 MSG_DRIVER_NOT_LOADED = "NVIDIA driver not loaded (kernel module missing, e.g. after a kernel update)"
@@ -548,9 +547,8 @@ def _cut(cell: str, limit: int = 40) -> str:
 
 
 def _clean(text: str, limit: int = 200) -> str:
-    """Host text made one plain line: control characters (ESC, CR, …) dropped, cut to ``limit``."""
-    line = _CONTROL_RE.sub("", _ANSI_RE.sub("", text)).strip()
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    """Host text made one plain line by the one sanitiser (:func:`probes.hosttext.one_line`), cut to ``limit``."""
+    return one_line(text.strip(), max_chars=limit)
 
 
 def _text(value: Any) -> str:

@@ -31,10 +31,10 @@ Every probe shows up as an uvicorn access line in the unit's journal.
 
 from __future__ import annotations
 
-import re
 import time as _time
 from typing import TYPE_CHECKING
 
+from probes.hosttext import one_line
 from probes.state import Health
 
 if TYPE_CHECKING:
@@ -52,7 +52,6 @@ COMPLETIONS_PATH = "/v1/completions"
 DETAIL_TUNNEL = "nothing listening behind the tunnel"
 DETAIL_REFUSED = "connection refused"
 
-_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 async def probe_health(
@@ -205,6 +204,5 @@ def _seconds(seconds: float) -> str:
 
 
 def _clean(text: str, limit: int = 160) -> str:
-    """Exception text made one plain line (control characters dropped), cut to ``limit``."""
-    line = " ".join(_CONTROL_RE.sub(" ", text).split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    """Exception text made one plain line by the one sanitiser (:func:`probes.hosttext.one_line`), cut to ``limit``."""
+    return one_line(" ".join(text.split()), max_chars=limit)

@@ -22,16 +22,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from probes.hosttext import clean_chars, strip_escapes
+
 #: Longest logical line kept, in characters. journald itself splits at 48 KiB (``LineMax``);
 #: anything longer is cut and marked, so a 20 MB line costs no more than this.
 MAX_LINE_CHARS = 64 * 1024
 
-# ECMA-48 escape sequences: CSI (colours, cursor moves), OSC (titles, links) and the other string
-# commands when terminated, nF (charset selection: ESC ( B), single-character ones (ESC 7, ESC =),
-# and a lone ESC. An unterminated string command loses only its ESC and opening character.
-_ANSI_RE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]{0,4096}(?:\x07|\x1b\\)|"
-                      r"[PX^_][^\x1b]{0,4096}\x1b\\|[ -/]+[0-~]|[0-~]|$)")
-_CTRL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # A tqdm bar ends with "n/N [elapsed<eta, rate]"; text glued after its "]" is the next line.
 _GLUED_BAR_RE = re.compile(
     r"((?<![\d.])\d{1,15}(?:\.\d{1,6})?[kMGT]?i?B?/\d{1,15}(?:\.\d{1,6})?[kMGT]?i?B? \[[^\[\]]{0,200}\])(?=\S)")
@@ -158,7 +154,9 @@ def decode(raw: bytes) -> str:
 def frames(text: str) -> list[str]:
     """Split one physical line into its logical lines.
 
-    ``\\r`` separates tqdm frames; ANSI escape codes and other control characters are removed;
+    ``\\r`` separates tqdm frames; escape codes and other control characters are removed by the one
+    sanitiser (:mod:`probes.hosttext`: :func:`~probes.hosttext.strip_escapes` on the whole line,
+    :func:`~probes.hosttext.clean_chars` on each frame);
     a progress bar glued to the following log line is split from it. Empty frames are dropped.
     Lines longer than :data:`MAX_LINE_CHARS` are cut and end with ``" …[cut N chars]"``.
     """
@@ -170,8 +168,7 @@ def frames(text: str) -> list[str]:
             text = text[:MAX_LINE_CHARS // 2] + text[cr:]
         else:
             text = f"{text[:MAX_LINE_CHARS]} …[cut {cut} chars]"
-    if "\x1b" in text:
-        text = _ANSI_RE.sub("", text)
+    text = strip_escapes(text)
     if "\n" in text:
         text = text.replace("\n", "\r")  # several journal lines in one MESSAGE: each is a line
     parts = text.split("\r") if "\r" in text else [text]
@@ -180,7 +177,7 @@ def frames(text: str) -> list[str]:
         if not part:
             continue
         if not part.isprintable():
-            part = _printable(part)
+            part = clean_chars(part)
             if not part:
                 continue
         if "it/s" in part or "s/it" in part or "B/s" in part:
@@ -209,15 +206,6 @@ def _vllm_rank(proc: str, pid: str) -> str:
     if proc.startswith("EngineCore"):
         return f"DP{dp}/core"
     return f"DP{dp}/{proc if proc[-1].isdigit() else 'pid' + pid}"
-
-
-def _printable(text: str) -> str:
-    """Drop what a terminal would act on or hide: control, format (bidi overrides, zero-width) and
-    line/paragraph separator characters; tabs and other spaces become plain spaces."""
-    text = _CTRL_RE.sub("", text.replace("\t", "    "))
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() else (" " if ch.isspace() else "") for ch in text)
 
 
 def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | None = None,

@@ -28,11 +28,11 @@ repeated or flickering snapshot never tells the same thing twice.
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from probes.hosttext import one_line
 from probes.state import HostState
 from probes.verdict import PHASE_LABELS, cause_words, fmt_span, stall_limit
 
@@ -44,7 +44,6 @@ CHANNELS = ("bell", "toast", "desktop", "webhook")
 #: Channels of a host whose configuration names none.
 DEFAULT_CHANNELS = ("bell", "toast")
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,13 +69,13 @@ class Notice:
     def text(self) -> str:
         """One plain line: ``gpu-node-3 sglang.service: ready after 4m12s`` (no control characters,
         so a chat message, a toast or a terminal shows it as it is)."""
-        return _CONTROL.sub(" ", f"{self.host} {self.unit}: {self.sentence}")
+        return one_line(f"{self.host} {self.unit}: {self.sentence}")
 
     def to_json(self) -> dict[str, object]:
         """The webhook body: ``text`` (the plain line, so Slack-style incoming webhooks show it),
         ``host``, ``unit``, ``kind``, ``sentence``, ``time`` (epoch seconds)."""
         return {"text": self.text, "host": self.host, "unit": self.unit, "kind": self.kind,
-                "sentence": _CONTROL.sub(" ", self.sentence), "time": self.time}
+                "sentence": one_line(self.sentence), "time": self.time}
 
 
 def _ready_at(s: HostState) -> float | None:
@@ -238,4 +237,4 @@ def url_label(url: str) -> str:
         return "(a malformed URL)"
     host = f"[{host}]" if ":" in host else host
     rest = "/…" if (parts.path not in ("", "/") or parts.query) else ""
-    return _CONTROL.sub("", f"{parts.scheme}://{host}{port}{rest}")
+    return one_line(f"{parts.scheme}://{host}{port}{rest}")

@@ -15,6 +15,8 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from probes.hosttext import one_line
+
 if TYPE_CHECKING:  # httpx imports rich when it is installed: probes must not load it at import
     import httpx
 
@@ -39,10 +41,13 @@ class ProbeError(Exception):
         kind: one of :data:`ERROR_KINDS` (``unreachable``, ``auth``, ``host_key``, ``timeout``,
             ``closed``, ``command``, ``permission``; ``unparsable`` and ``crashed`` are only
             :class:`~probes.state.ProbeFailure` kinds, set by the watcher).
-        message: one line for an operator (host text; show it as plain text, never markup).
+        message: one line for an operator (host text; show it as plain text, never markup). It is
+            passed through the one sanitiser (:func:`probes.hosttext.one_line`) here, so what a host
+            sent (a disconnect reason, a command's stderr) carries no escape code to any output.
     """
 
     def __init__(self, kind: str, message: str) -> None:
+        message = one_line(message)
         super().__init__(f"{kind}: {message}")
         self.kind = kind
         self.message = message

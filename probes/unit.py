@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
+from probes.hosttext import one_line
 from probes.state import UnitState, Unparsable
 
 #: The properties upwatch asks for, in the order of the fixtures' ``-p`` list.
@@ -307,9 +308,8 @@ def _check_timestamp(value: str, name: str, bad: list[Unparsable]) -> None:
 
 
 def _cut(cell: str, limit: int = 40) -> str:
-    """A value as shown in a message: control characters dropped, cut to ``limit`` characters."""
-    line = "".join(c for c in cell if c.isprintable())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    """A value as shown in a message: one safe line (the one sanitiser), cut to ``limit`` characters."""
+    return one_line(cell, max_chars=limit)
 
 
 def _bytes(value: str | None) -> int | None:

@@ -170,7 +170,7 @@ async def test_a_connect_error_that_is_not_a_refusal_says_what_it_is() -> None:
     (httpx.LocalProtocolError("bad"), "port_closed", "LocalProtocolError: bad"),
     (ConnectionResetError(104, "Connection reset by peer"), "port_closed",
      "ConnectionResetError: [Errno 104] Connection reset by peer"),
-    (RuntimeError("boom\n\x1b[31mred"), "http_unhealthy", "RuntimeError: boom [31mred"),
+    (RuntimeError("boom\n\x1b[31mred"), "http_unhealthy", "RuntimeError: boom red"),  # the escape goes whole
     (ValueError(), "http_unhealthy", "ValueError"),
     (TimeoutError(), "http_unhealthy", "no answer in 5 s"),          # asyncio.wait_for in a wrapper
     (httpx.DecodingError("bad gzip"), "http_unhealthy", "DecodingError: bad gzip"),

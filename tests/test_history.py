@@ -290,7 +290,7 @@ def test_history_command_text(tmp_path: Path) -> None:
     assert run_history([], as_json=False, out=out, err=err, path=tmp_path / "history.sqlite3") == 0
     assert err.getvalue() == ""
     assert out.getvalue() == (
-        "b?[31m[bold]x  sglang.service · sglang\n"
+        "b[bold]x  sglang.service · sglang\n"  # the escape goes whole (probes.hosttext)
         "  model      (not printed by the engine)\n"
         "  arguments  (no argument dump)\n"
         f"  starts     1 ready, 0 failed; last began {_local(T0)} (ready)\n"

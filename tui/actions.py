@@ -28,6 +28,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from probes import hosttext
 from probes.actions import (ACTIONS, ActionPlan, ActionRefused, ActionResult, AuditLog, GpuReleaseWait,
                             ReleaseStatus, execute, orphan_pids, pids_of, plan, wait_for_release)
 
@@ -70,8 +71,8 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def __init__(self, title: str, lines: list[str], confirm_label: str = "Confirm") -> None:
         super().__init__()
-        self.title_text = title
-        self.lines = lines
+        self.title_text = hosttext.one_line(title)  # host, unit and process names are host text
+        self.lines = [hosttext.lines(line) for line in lines]  # an entry may hold several lines
         self.confirm_label = confirm_label
 
     def compose(self) -> ComposeResult:
@@ -123,19 +124,19 @@ class SafeRestartScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(f"safe restart of {self.unit} on {self.host}", markup=False)
+            yield Static(hosttext.one_line(f"safe restart of {self.unit} on {self.host}"), markup=False)
             yield Static("", id="steps", markup=False)
             yield Static("", id="wait", markup=False)
             with Horizontal():
                 yield Button("Cancel", id="abort", variant="primary")
 
     def step(self, text: str) -> None:
-        self.steps.append(text)
+        self.steps.append(hosttext.one_line(text))
         if self.is_mounted:
             self.query_one("#steps", Static).update("\n".join(self.steps))
 
     def show_wait(self, status: ReleaseStatus) -> None:
-        self.wait_text = status.describe()
+        self.wait_text = hosttext.lines(status.describe())  # process names from nvidia-smi are host text
         if self.is_mounted:
             self.query_one("#wait", Static).update(self.wait_text)
 

@@ -15,12 +15,14 @@ from collections.abc import Callable, Iterator
 
 from textual.app import App
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.worker import Worker, WorkerState
 
 from probes.actions import AuditLog
 from probes.clock import Clock, WallClock
 from probes.gpu import NvmlSource
 from probes.history import History
+from probes.hosttext import lines, one_line
 from probes.runner import Runner
 from probes.watch import HostSpec, HostWatcher
 from tui.actions import ActionController
@@ -50,7 +52,7 @@ class UpwatchApp(App[None]):
         super().__init__()
         self.config = config
         self.clock = clock or WallClock()
-        self.title = config.title
+        self.title = one_line(config.title)
         self.watchers: dict[str, HostWatcher] = {}
         self.history: History | None = History() if history == "default" else history  # type: ignore[assignment]
         for spec in config.hosts:
@@ -70,6 +72,14 @@ class UpwatchApp(App[None]):
         self.actions = ActionController(
             self, AuditLog() if audit == "default" else audit,  # type: ignore[arg-type]
             read_only=config.read_only if read_only is None else read_only)
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every toast of the app: its message and title go through the one sanitiser
+        (:func:`probes.hosttext.lines`), so host text in it (a command's output, a host or unit name,
+        an error) reaches the terminal without escape codes, bidi controls or zero-width characters;
+        never parsed as markup. Arguments as :meth:`textual.app.App.notify` (``markup`` is ignored)."""
+        super().notify(lines(message), title=lines(title), severity=severity, timeout=timeout, markup=False)
 
     # --- lifecycle -------------------------------------------------------------------------------
 

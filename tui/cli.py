@@ -26,13 +26,13 @@ Subcommands:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import textwrap
 from collections.abc import Mapping, Sequence
 
 from probes.engines import ENGINES
+from probes.hosttext import json_text, one_line
 from probes.logfile import LogReadError, read_path
 from probes.notify import url_label
 from probes.watch import DEFAULT_PORTS, HostSpec
@@ -496,10 +496,10 @@ def _replay(args: argparse.Namespace) -> int:
     units = info.get("units") or []
     if not args.unit and len(units) > 1:
         print(f"upwatch replay: this journal holds entries of {len(units)} units, read as one; pick one "
-              f"with --unit ({', '.join(units[:6])}{', ...' if len(units) > 6 else ''})", file=sys.stderr)
+              f"with --unit ({', '.join(one_line(u, max_chars=80) for u in units[:6])}{', ...' if len(units) > 6 else ''})", file=sys.stderr)
     try:
         if args.json:
-            json.dump(reading.to_json(), sys.stdout, ensure_ascii=False, indent=2)
+            sys.stdout.write(json_text(reading.to_json(), indent=2))
             sys.stdout.write("\n")
         else:
             sys.stdout.write(format_timeline(reading, args.path))

@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from probes.engines import ENGINES
+from probes.hosttext import one_line, unsafe_char
 from probes.notify import CHANNELS, DEFAULT_CHANNELS
 from probes.ssh import parse_target
 from probes.unitname import UNIT_SUFFIXES, normalize_unit  # noqa: F401 (re-exported)
@@ -78,14 +79,17 @@ DEFAULT_KEYS = tuple(k for k in HOST_KEYS if k != "name")
 SETTING_KEYS = ("unit_interval_s", "health_interval_s", "gpu_interval_s", "read_only")
 _TOP_KEYS = ("settings", "defaults", "host")
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 class ConfigError(Exception):
     """The configuration cannot be used. The message is one line meant for the operator: it names
     the file and line (or the quick form argument) and the key, e.g.
     ``~/.config/upwatch/hosts.toml line 7: host "gpu-node-2": key "unti" is not known (did you
-    mean "unit"?)``."""
+    mean "unit"?)``. Config text quoted in it goes through the one sanitiser
+    (:func:`probes.hosttext.one_line`), so a hostile value cannot reach the terminal as escapes."""
+
+    def __init__(self, message: object) -> None:
+        super().__init__(one_line(message))
 
 
 @dataclass(frozen=True, slots=True)
@@ -491,8 +495,8 @@ def _check(key: str, value: Any) -> Any:
         raise ValueError(f"must be a string, not {_kind(value)}")
     if not value.strip():
         raise ValueError("must not be empty")
-    if _CONTROL.search(value):
-        raise ValueError("must not hold control characters")
+    if (bad := unsafe_char(value)) is not None:
+        raise ValueError(f"must not hold control or invisible characters ({bad[1]} at character {bad[0] + 1})")
     if key == "unit":
         return normalize_unit(value)
     if key == "engine":

@@ -3,15 +3,14 @@
 A kind is (host, unit, model, engine-argument hash): the starts whose durations
 :meth:`probes.history.History.typical` compares. Each block says how many starts were ready and
 failed, the median of each phase and of the whole start over the last
-:data:`probes.history.TYPICAL_STARTS` ready ones, and when the newest began. Plain text, with
-control characters of recorded host text shown as ``?``; nothing is interpreted as markup.
+:data:`probes.history.TYPICAL_STARTS` ready ones, and when the newest began. Plain text; recorded host text
+goes through the one sanitiser (:mod:`probes.hosttext`); nothing is interpreted as markup.
 
 Exit status: 0 (an empty history says so), 2 when the history file cannot be read.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import IO, Any
 
 from probes.eta import PHASE_WORDS
 from probes.history import History, SummaryRow, default_history_path
+from probes.hosttext import json_text, one_line
 from probes.verdict import fmt_span
 
 EXIT_OK = 0
@@ -31,8 +31,8 @@ def _local(t: float) -> str:
 
 
 def _plain(text: str) -> str:
-    """Recorded host text on one line, control characters (escape codes) shown as ``?``."""
-    return "".join(ch if ch.isprintable() else "?" for ch in text)
+    """Recorded host text on one line, made safe by the one sanitiser (:func:`probes.hosttext.one_line`)."""
+    return one_line(text)
 
 
 def row_json(r: SummaryRow) -> dict[str, Any]:
@@ -94,7 +94,7 @@ def run_history(hosts: Sequence[str], *, as_json: bool, out: IO[str], err: IO[st
         finally:
             h.close()
     if as_json:
-        json.dump([row_json(r) for r in rows], out, ensure_ascii=False, indent=2)
+        out.write(json_text([row_json(r) for r in rows], indent=2))
         out.write("\n")
     elif not rows:
         which = f" for {', '.join(_plain(h) for h in hosts)}" if hosts else ""

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import html
-import re
 import shutil
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from probes.hosttext import one_line
 from probes.notify import Notice, NoticeTracker, url_label
 from probes.state import HostState
 from probes.watch import HostSpec
@@ -45,7 +45,6 @@ URGENCY = {"ready": "normal", "failed": "critical", "restart_loop": "critical", 
 #: Notices waiting per target before new ones are dropped (and the drop shown).
 QUEUE_MAX = 32
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +166,7 @@ class Notifier:
                 self.delivered[lane.label] = self.delivered.get(lane.label, 0) + 1
 
     def _failed(self, label: str, reason: str, notice: Notice) -> None:
-        reason = _CONTROL.sub(" ", reason).strip()
+        reason = one_line(reason).strip()
         self.failures[label] = SendFailure(label, reason, self.now(), notice.text)
         self.app.notify(f"{label}: {reason} (not sent: {notice.text})", title="notification not sent",
                         severity="warning", markup=False, timeout=10)
@@ -187,7 +186,7 @@ class Notifier:
         except (httpx.HTTPError, OSError, ValueError) as exc:
             return f"{type(exc).__name__}: {exc}"
         if resp.status_code >= 400:
-            body = _CONTROL.sub(" ", resp.text[:120]).strip()
+            body = one_line(resp.text[:120]).strip()
             return f"HTTP {resp.status_code}" + (f": {body}" if body else "")
         return None
 

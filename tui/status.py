@@ -15,7 +15,6 @@ one object per host; see :func:`host_json`.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -26,6 +25,7 @@ from probes.eta import eta_for, typical_words
 from probes.download import download_words
 from probes.gpu import NvmlSource
 from probes.history import History
+from probes.hosttext import json_text, one_line
 from probes.state import CONNECTION_KINDS
 from probes.verdict import blind_failures, headline, systemd_gave_up
 from probes.runner import Runner
@@ -181,7 +181,7 @@ def format_host(spec: HostSpec, s: HostState, connection: str | None = None, now
         if f.probe != "gpu" and f.kind not in CONNECTION_KINDS:
             rows.append((f"{f.probe} error", f.message))
     rows.append(("connection", connection or connection_text(s)))
-    head = f"{spec.name}  {s.unit} · {s.engine}"
+    head = _oneline(f"{spec.name}  {s.unit} · {s.engine}")
     width = max(len(k) for k, _ in rows)
     return "\n".join([head] + [f"  {k.ljust(width)}  {_oneline(v)}" for k, v in rows]) + "\n"
 
@@ -211,8 +211,8 @@ def state_text(s: HostState) -> str:
 
 
 def _oneline(text: str) -> str:
-    """Host text on one line, control characters (escape codes) shown as ``?``."""
-    return "".join(ch if ch.isprintable() else "?" for ch in text.replace("\n", " "))
+    """Host text on one line, made safe by the one sanitiser (:func:`probes.hosttext.one_line`)."""
+    return one_line(text)
 
 
 class Answered:
@@ -365,7 +365,7 @@ async def watch(config: Config, out: IO[str], *, timeout_s: float = 15.0, tick_s
                                   for sp in s.phases]
                 item["changed"] = ["first"] if prev is None else [k for k in key if key[k] != prev[k]]
                 last[id(w)] = key
-                out.write(json.dumps(item, ensure_ascii=False) + "\n")
+                out.write(json_text(item) + "\n")
                 out.flush()
             waiters = [asyncio.ensure_future(changed.wait()), asyncio.ensure_future(stop.wait())]
             try:
@@ -473,7 +473,7 @@ def _print(results: list[tuple[HostSpec, HostState, bool]], *, as_json: bool, ti
             if not answered and item["connection"] == "ok" and s.unit_state is None and not blind_failures(s):
                 _no_answer(item, timeout_s)
             items.append(item)
-        json.dump(items, out, ensure_ascii=False, indent=2)
+        out.write(json_text(items, indent=2))
         out.write("\n")
     else:
         for i, (spec, s, answered) in enumerate(results):

@@ -25,6 +25,7 @@ from typing import IO
 
 from probes.clock import WallClock
 from probes.history import History
+from probes.hosttext import one_line
 from probes.state import CONNECTION_KINDS
 from probes.runner import ProbeError, Runner
 from probes.state import HostState
@@ -270,8 +271,9 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
                 if time.monotonic() < grace_until:
                     code = None
             old = is_old(s, since)
-            text = (tty_line(s, clock.now(), width - 22 if old else width) + (" (before the restart)" if old else "")
-                    if tty else describe(s, old=old))
+            # download words are host text: through the one sanitiser
+            text = _oneline(tty_line(s, clock.now(), width - 22 if old else width) + (" (before the restart)" if old else "")
+                            if tty else describe(s, old=old))
             if code is None and not answered(w):
                 # the journal's backlog is still coming: its first lines are history
                 text = f"{spec.name}: connecting…" if tty else last
@@ -308,8 +310,8 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
 
 
 def _oneline(text: str) -> str:
-    """Host text on one line, control characters (escape codes) shown as ``?``."""
-    return "".join(ch if ch.isprintable() else "?" for ch in text.replace("\n", " "))
+    """Host text on one line, made safe by the one sanitiser (:func:`probes.hosttext.one_line`)."""
+    return one_line(text)
 
 
 def _final(s: HostState, code: int, out: IO[str], err: IO[str]) -> None:

@@ -1,6 +1,7 @@
 """Textual widgets that render a host's state. They do no I/O and no parsing (see DESIGN.md).
 
-* :mod:`widgets.text`: ``host_text`` / ``plain``, the only way host text reaches a widget.
+* :mod:`widgets.text`: ``host_text`` / ``plain``, the only way host text reaches a widget (the
+  cleaning is :mod:`probes.hosttext`'s; this keeps colours as styles).
 * :mod:`widgets.phase_bar`: ``PhaseBar`` (the seven phases in one line), ``progress_label``.
 * :mod:`widgets.gpu_strip`: ``GpuStrip`` (memory bar and utilisation per GPU, two lines).
 * :mod:`widgets.host_card`: ``HostCard`` (one host, 11 rows), ``HostCard.Selected``.

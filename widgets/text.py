@@ -2,103 +2,25 @@
 
 Everything a host writes (log lines, unit names, error messages) reaches a widget through
 :func:`host_text`. It is never parsed as markup (``[bold]`` and ``[/usr/bin/python3]`` stay the
-characters they are), and nothing but colour reaches the terminal:
-
-* SGR sequences (``ESC [ ... m``: colours, bold) are kept, as :meth:`Text.from_ansi` reads them;
-  blink and conceal are switched off (an operator must see every character);
-* every other escape sequence is dropped whole: CSI cursor moves, OSC titles and links, DCS/APC
-  strings, charset selections, the 8-bit C1 forms (``\\x9b31m``), and a lone ESC anywhere;
-* a ``\\r`` keeps only the last non-empty frame (a tqdm bar shows its newest state);
-* line breaks (``\\n``, ``\\u2028`` ...) become a space: the result is always one line;
-* tabs become spaces; C0/C1 controls, bidi overrides and other format characters (Cf) are
-  dropped; lone surrogates and unassigned code points become ``\\ufffd``;
-* the visible text is cut at ``max_chars`` with an ellipsis.
+characters they are), and nothing but colour reaches the terminal. The cleaning is
+:func:`probes.hosttext.one_line` (the one sanitiser; its docstring has the rules and their sources)
+with SGR kept; this module only turns the kept SGR into styles, switches blink and conceal off (an
+operator must see every character) and cuts the visible text at ``max_chars`` with an ellipsis.
 """
 
 from __future__ import annotations
-
-import re
-import unicodedata
 
 from rich.ansi import AnsiDecoder
 from rich.style import Style
 from rich.text import Text
 
-__all__ = ["host_text", "plain", "MAX_CHARS"]
+from probes.hosttext import one_line
+
+__all__ = ["MAX_CHARS", "host_text", "plain"]
 
 #: Longest visible text kept, in characters.
 MAX_CHARS = 8192
-#: Raw input looked at, in characters (escape codes included); the rest is never scanned.
-_RAW_LIMIT = 64 * 1024
-_TAB = "    "
-
-# One escape sequence (7-bit or 8-bit form). SGR is group "sgr"; everything else is dropped.
-_ESC_RE = re.compile(
-    r"\x1b\[(?P<sgr>[0-9;:]{0,64})m"                    # SGR: kept
-    r"|\x1b\[[0-?]*[ -/]*[@-~]"                          # other CSI
-    r"|\x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)"      # OSC, terminated
-    r"|\x1b[PX^_][^\x1b\x9c]*(?:\x1b\\|\x9c)"            # DCS, SOS, PM, APC strings, terminated
-    r"|\x1b[\]PX^_]"                                     # an unterminated string command's opener
-    r"|\x1b[ -/]+[0-~]?"                                 # nF (charset selection: ESC ( B)
-    r"|\x1b[0-~]?"                                       # Fp/Fe/Fs, or a lone ESC
-    r"|\x9b[0-?]*[ -/]*[@-~]?"                           # 8-bit CSI
-    r"|[\x9d\x90\x98\x9e\x9f][^\x07\x1b\x9c]*(?:\x07|\x9c|\x1b\\)"  # 8-bit string commands
-)
-# Characters that never survive: C0 but ESC (only kept SGR sequences still hold one), DEL, C1.
-_CTRL_RE = re.compile(r"[\x00-\x08\x0a-\x1a\x1c-\x1f\x7f-\x9f]")
-_NEEDS_ESC_PASS_RE = re.compile(r"[\x1b\x90\x98\x9b\x9d-\x9f]")
-_SURROGATE_RE = re.compile(r"[\ud800-\udfff]")
-_BREAKS_RE = re.compile(r"\r\n|[\n\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 _NO_BLINK = Style(blink=False, blink2=False, conceal=False)
-
-
-def _clean_chars(s: str) -> str:
-    """Drop control and format characters, replace unassigned ones (s has no escapes left)."""
-    s = _CTRL_RE.sub("", s)
-    if s.isprintable():
-        return s
-    out = []
-    for ch in s:
-        if ch.isprintable() or ch == "\x1b":
-            out.append(ch)
-            continue
-        cat = unicodedata.category(ch)
-        if cat in ("Cc", "Cf", "Zl", "Zp"):
-            continue  # controls, bidi overrides, zero-width and other format characters
-        if cat == "Zs":
-            out.append(" ")
-        else:  # Cn (unassigned), Co (private use), Cs: show that something was there
-            out.append("\ufffd")
-    return "".join(out)
-
-
-def _frame(line: str) -> str:
-    """The last ``\\r`` frame of a line that shows something (escape codes removed but SGR)."""
-    if "\r" not in line:
-        return line
-    frames = line.split("\r")
-    for frame in reversed(frames):
-        if _ESC_RE.sub("", frame).strip():
-            return frame
-    return frames[-1]
-
-
-def _sanitise(s: str) -> str:
-    """The text with SGR sequences as the only escapes, one line, no other control character."""
-    if len(s) > _RAW_LIMIT:
-        # A tqdm line: the newest frame is at the end. Anything else: its beginning.
-        s = s[-_RAW_LIMIT:] if "\r" in s[-_RAW_LIMIT:] else s[:_RAW_LIMIT]
-    s = _SURROGATE_RE.sub("\ufffd", s)
-    if "\t" in s:
-        s = s.replace("\t", _TAB)
-    lines = _BREAKS_RE.split(s)
-    parts = []
-    for line in lines:
-        line = _frame(line)
-        if _NEEDS_ESC_PASS_RE.search(line):
-            line = _ESC_RE.sub(lambda m: f"\x1b[{m.group('sgr')}m" if m.group("sgr") is not None else "", line)
-        parts.append(_clean_chars(line))
-    return " ".join(p for p in parts if p)
 
 
 def host_text(s: object, *, max_chars: int = MAX_CHARS, style: str | Style = "") -> Text:
@@ -117,7 +39,7 @@ def host_text(s: object, *, max_chars: int = MAX_CHARS, style: str | Style = "")
     if s.isprintable() and "\x1b" not in s:
         text = Text(s, style=style, end="")  # the fast path: no escape, nothing to clean
     else:
-        clean = _sanitise(s)
+        clean = one_line(s, keep_sgr=True)
         if "\x1b" in clean:
             text = AnsiDecoder().decode_line(clean)
             text.end = ""
