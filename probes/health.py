@@ -31,7 +31,9 @@ Every probe shows up as an uvicorn access line in the unit's journal.
 
 from __future__ import annotations
 
+import json
 import time as _time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from probes.hosttext import one_line
@@ -79,13 +81,14 @@ async def probe_health(
     """
     began = _time.perf_counter()
     try:
-        response = await client.get(path, timeout=timeout_s)
+        # Only the status is read: the body is never downloaded (a host could send gigabytes).
+        async with client.stream("GET", path, timeout=timeout_s) as response:
+            status = response.status_code
     except Exception as exc:  # every failure is a rung, never a crash
         rung, detail = _failure(exc, timeout_s)
         return Health(time=time, rung=rung, detail=detail)
     latency_s = _time.perf_counter() - began
-    status = response.status_code
-    if not response.is_success:
+    if not (200 <= status < 300):
         return Health(time=time, rung="http_unhealthy", status=status, detail=f"HTTP {status}", latency_s=latency_s)
     detail = f"{status} in {_ms(latency_s)}"
     if not serving_check:
@@ -98,7 +101,7 @@ async def probe_health(
 async def _serving(client: httpx.AsyncClient, timeout_s: float) -> tuple[bool, str]:
     """Ask the first listed model for one token. Returns (answered, a few words on what happened)."""
     try:
-        models = await client.get(MODELS_PATH, timeout=timeout_s)
+        models = await _bounded(client, "GET", MODELS_PATH, timeout_s)
     except Exception as exc:
         return False, f"not serving: {MODELS_PATH} {_reason(exc, timeout_s)}"
     if not models.is_success:
@@ -109,7 +112,7 @@ async def _serving(client: httpx.AsyncClient, timeout_s: float) -> tuple[bool, s
     body = {"model": model, "prompt": "Hi", "max_tokens": 1, "temperature": 0}
     began = _time.perf_counter()
     try:
-        answer = await client.post(COMPLETIONS_PATH, json=body, timeout=timeout_s)
+        answer = await _bounded(client, "POST", COMPLETIONS_PATH, timeout_s, json=body)
     except Exception as exc:
         return False, f"not serving: {COMPLETIONS_PATH} {_reason(exc, timeout_s)}"
     elapsed_s = _time.perf_counter() - began
@@ -122,12 +125,46 @@ async def _serving(client: httpx.AsyncClient, timeout_s: float) -> tuple[bool, s
     return True, f"1 token in {_ms(elapsed_s)}"
 
 
-def _json_object(response: httpx.Response) -> dict[str, object] | None:
-    """The answer's body as a JSON object, or None when it is not one: not JSON or not UTF-8
-    (``ValueError``), nested too deeply for the parser (``RecursionError``, e.g. 100,000 ``[``),
-    or JSON that is not an object."""
+#: The most bytes of an answer's body that are read (``/v1/models``, a one-token completion): a
+#: body past it is not read further and counts as no JSON object.
+MAX_BODY = 1024 * 1024
+
+
+async def _bounded(client: httpx.AsyncClient, method: str, path: str, timeout_s: float,
+                   **kwargs: object) -> _Answer:
+    """One request whose body is read up to :data:`MAX_BODY` bytes (decoded; a server that sends
+    more gets its answer cut there, and the cut body is no JSON). Raises what ``httpx`` raises."""
+    async with client.stream(method, path, timeout=timeout_s, **kwargs) as response:  # type: ignore[arg-type]
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_BODY:
+                return _Answer(response.status_code, None)
+        return _Answer(response.status_code, b"".join(chunks))
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """An HTTP answer: its status and its body (None when it was longer than :data:`MAX_BODY`)."""
+
+    status_code: int
+    body: bytes | None
+
+    @property
+    def is_success(self) -> bool:
+        return 200 <= self.status_code < 300
+
+
+def _json_object(answer: _Answer) -> dict[str, object] | None:
+    """The answer's body as a JSON object, or None when it is not one: too long (not read whole),
+    not JSON or not UTF-8 (``ValueError``), nested too deeply for the parser (``RecursionError``,
+    e.g. 100,000 ``[``), or JSON that is not an object."""
+    if answer.body is None:
+        return None
     try:
-        body = response.json()
+        body = json.loads(answer.body)
     except ValueError:
         return None
     except RecursionError:
@@ -135,7 +172,7 @@ def _json_object(response: httpx.Response) -> dict[str, object] | None:
     return body if isinstance(body, dict) else None
 
 
-def _first_model_id(response: httpx.Response) -> str | None:
+def _first_model_id(response: _Answer) -> str | None:
     """``data[0].id`` of a ``/v1/models`` answer, or None when the body is not that."""
     body = _json_object(response)
     data = body.get("data") if body is not None else None

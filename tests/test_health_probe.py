@@ -18,7 +18,8 @@ from contextlib import asynccontextmanager
 import httpx
 import pytest
 
-from probes.health import COMPLETIONS_PATH, DETAIL_REFUSED, DETAIL_TUNNEL, HEALTH_PATH, MODELS_PATH, probe_health
+from probes.health import (COMPLETIONS_PATH, DETAIL_REFUSED, DETAIL_TUNNEL, HEALTH_PATH, MAX_BODY, MODELS_PATH,
+                           probe_health)
 from probes.state import RUNGS, Health
 
 NOW = 1_741_436_938.0
@@ -334,3 +335,39 @@ async def test_real_closed_port_is_port_closed() -> None:
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
         health = await probe_health(client, NOW, serving_check=True)
     assert health == Health(NOW, "port_closed", None, "connection refused", None)
+
+
+async def test_a_server_that_sends_an_endless_body_is_never_read_whole() -> None:
+    """Nothing a host sends can hurt the operator: ``/health`` answered with a body that never ends
+    is read for its status only, and ``/v1/models`` is read up to MAX_BODY bytes, then dropped as
+    no JSON (before, each read ran until the timeout and the host read ``no answer``)."""
+    written = {"/health": 0, "/v1/models": 0}
+    chunk = b"[" * 65536
+
+    async def endless(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        line = await reader.readline()
+        path = line.split()[1].decode()
+        while (await reader.readline()) not in (b"\r\n", b""):
+            pass
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+        try:
+            while written[path] < 64 * MAX_BODY:
+                writer.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                written[path] += len(chunk)
+                await writer.drain()
+        except (ConnectionError, OSError):
+            pass  # the client hung up: what it does once it has read enough
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(endless, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+            health = await probe_health(client, NOW, serving_check=True, timeout_s=3)
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert health.rung == "healthy" and health.status == 200
+    assert health.detail.endswith("; not serving: /v1/models lists no model")
+    assert written["/v1/models"] < 64 * MAX_BODY  # it hung up long before the server's own end
