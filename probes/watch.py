@@ -567,8 +567,12 @@ class HostWatcher:
                 reader.result()  # a ProbeError from the stream
                 if self._journal_delivered:
                     delay = self.retry_s
-                self._fail("journal", "closed", "journalctl ended")
-                kind = "closed"
+                # The stream ended while the connection held (a dropped link raises ``closed``):
+                # journalctl itself stopped, on the host. The host is not stale, its journal is
+                # not being read: say that, and retry with backoff.
+                self._fail("journal", "command", f"{self.spec.name}: journalctl -f ended on the host; "
+                           "the journal is not being followed (retrying)")
+                kind = "command"
             except ProbeError as exc:
                 self._fail("journal", exc.kind, exc.message)
                 kind = exc.kind

@@ -343,3 +343,25 @@ def test_the_readme_table_is_what_upwatch_says(case: str, tmp_path: Path, monkey
     else:
         assert m["wait_err"] == "" and wait_err == "nothing", (case, m["wait_err"])
 
+
+
+def test_a_journal_follow_that_ends_on_the_host_is_not_a_lost_connection(
+        testhost: TestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # journalctl reads the journal (the access check passes) but its follow (-f) ends at once:
+    # the SSH link is up, so the host is not stale; its journal is not being read, and it says so.
+    real = testhost.shims / "journalctl"
+    real.rename(testhost.shims / "journalctl.real")
+    real.write_text('#!/bin/sh\nfor a in "$@"; do [ "$a" = "-f" ] && exit 1; done\n'
+                    f'exec {testhost.shims / "journalctl.real"} "$@"\n')
+    real.chmod(0o755)
+    _cleanup.append(lambda: (testhost.shims / "journalctl.real").replace(real))
+    testhost.seed_log("sglang-ok-01.log")
+    setup_home(tmp_path, monkeypatch, testhost)
+    assert testhost.health is not None
+    cfg = hosts_toml(tmp_path, host_block("gpu-a", testhost.health.port))
+    rc, out, err = run_cli(capsys, "status", "--json", "--timeout", "20", "--config", cfg)
+    item = json.loads(out)[0]
+    assert item["connection"] == "ok" and item["verdict"]["kind"] != "stale", item["verdict"]
+    journal = item["knowledge"]["journal"]
+    assert journal["status"] == "failing" and "journalctl -f ended on the host" in journal["why"], journal
+    assert item["verdict"]["kind"] == "cannot_see" and rc == 4 and "journalctl -f ended" in err
