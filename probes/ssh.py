@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import asyncssh
 
-from probes.runner import Completed, ProbeError
+from probes.runner import Completed, ProbeError, split_lines
 
 if TYPE_CHECKING:  # httpx loads rich at import: never at module load in probes (tests/test_imports.py)
     import httpx
@@ -308,10 +308,12 @@ class SshRunner:
     async def stream(self, argv: Sequence[str]) -> AsyncIterator[bytes]:
         """Start ``argv`` on the host and yield its stdout line by line, as the lines come.
 
-        Lines are bytes with the ``\\n`` removed (invalid UTF-8 stays as it is); stderr is
-        discarded. The iterator ends when the command ends. When it is closed or cancelled early,
-        when the runner closes, or when the connection drops, the remote process is ended (see the
-        module docstring). Holds one channel slot until the remote process has exited.
+        Lines are bytes with the ``\\n`` removed (invalid UTF-8 stays as it is), each whole up to
+        :data:`~probes.runner.LINE_CAP` bytes, a :class:`~probes.runner.CutLine` past it
+        (:func:`~probes.runner.split_lines`); stderr is discarded. The iterator ends when the
+        command ends. When it is closed or cancelled early, when the runner closes, or when the
+        connection drops, the remote process is ended (see the module docstring). Holds one
+        channel slot until the remote process has exited.
 
         Raises:
             ProbeError: ``closed`` when the connection drops mid-stream, or a connect failure's kind.
@@ -326,19 +328,22 @@ class SshRunner:
             except Exception as exc:
                 raise translate(exc, self.host) from None
             self._live.add(proc)
-            while True:
+            stdout = proc.stdout
+
+            async def read(n: int) -> bytes:
                 try:
-                    line = await proc.stdout.readline()
+                    return await stdout.read(n)
                 except Exception as exc:
                     raise translate(exc, self.host) from None
-                if not line:
-                    if self._closed:
-                        raise ProbeError("closed", f"{self.host}: runner closed")
-                    if conn.is_closed():
-                        # The connection dropped: the channel ended without the command ending.
-                        raise ProbeError("closed", f"{self.host}: connection lost while {argv[0]} ran")
-                    return
-                yield line[:-1] if line.endswith(b"\n") else line
+
+            async with contextlib.aclosing(split_lines(read)) as lines:
+                async for line in lines:
+                    yield line
+            if self._closed:
+                raise ProbeError("closed", f"{self.host}: runner closed")
+            if conn.is_closed():
+                # The connection dropped: the channel ended without the command ending.
+                raise ProbeError("closed", f"{self.host}: connection lost while {argv[0]} ran")
         finally:
             if proc is not None:
                 self._end(proc)
