@@ -260,7 +260,9 @@ class SshRunner:
             raise ProbeError("auth", self._auth_message(plan, exc)) from None
         except (asyncssh.ConnectionLost, ConnectionResetError) as exc:
             # sshd hangs up when no algorithm is in common, often before asyncssh can say so.
-            words = await self._handshake_trouble(plan)
+            # Only a server that accepted the TCP connection (``seen``: asyncssh asked for the
+            # known hosts) is asked again; no route is a ConnectionLost too, and stays quick.
+            words = await self._handshake_trouble(plan) if seen else None
             if words is not None:
                 raise ProbeError("host_key", words) from None
             raise translate(exc, self.host, connecting=True) from None
