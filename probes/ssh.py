@@ -108,7 +108,8 @@ def _port(text: str, target: str) -> int:
 @dataclass(frozen=True)
 class _Plan:
     """One connection attempt, resolved before it is made: the target and its known_hosts, the
-    algorithms (:mod:`probes.openssh`), the login keys tried and the user."""
+    algorithms (:mod:`probes.openssh`), the login keys tried, the user, and the ProxyJump hosts
+    to go through (``[user@]host[:port]`` each, in order)."""
 
     target: openssh.Target
     known: openssh.KnownHosts
@@ -117,6 +118,35 @@ class _Plan:
     identities: tuple[str, ...]
     explicit_keys: bool
     user: str
+    jumps: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Hop:
+    """A host one connection goes to: the target, or a ProxyJump host on the way.
+
+    Attributes:
+        name: the name or alias to resolve by the config; port, user: given ones, or None.
+        label: how messages name it (the target as the operator named it, plus the jump host).
+        proxied: reached through another hop (OpenSSH then skips the CheckHostIP check).
+    """
+
+    name: str
+    port: int | None
+    user: str | None
+    label: str
+    proxied: bool
+
+
+def _auth_message(label: str, plan: _Plan, exc: Exception) -> str:
+    """Why login failed: each key that cannot be used and why, else the server's refusal."""
+    problems = openssh.key_problems(plan.identities, explicit=plan.explicit_keys)
+    agent = "" if os.environ.get("SSH_AUTH_SOCK") else " (no ssh-agent: SSH_AUTH_SOCK is not set)"
+    if problems:
+        return f"{label}: login as {plan.user} refused: " + "; ".join(problems) + agent
+    reason = exc.reason if isinstance(exc, asyncssh.Error) else str(exc)
+    return (f"{label}: {reason} (the server refused every key: check User ({plan.user}), "
+            f"IdentityFile ({', '.join(plan.identities)}) or the agent{agent})")
 
 
 class SshRunner:
@@ -194,12 +224,14 @@ class SshRunner:
 
     # --- the connection ----------------------------------------------------------------------------
 
-    def _connect_args(self) -> dict[str, Any]:
+    def _connect_args(self, hop: _Hop | None = None) -> dict[str, Any]:
+        """asyncssh's ``port``, ``username`` and ``config`` for ``hop`` (default: the target)."""
+        port, user = (self._port, self._user) if hop is None else (hop.port, hop.user)
         kw: dict[str, Any] = {}
-        if self._port is not None:
-            kw["port"] = self._port
-        if self._user is not None:
-            kw["username"] = self._user
+        if port is not None:
+            kw["port"] = port
+        if user is not None:
+            kw["username"] = user
         if self._config is not None:
             kw["config"] = [os.fspath(p) for p in self._config]
         return kw
@@ -224,15 +256,52 @@ class SshRunner:
             return self._conn
 
     async def _connect(self) -> asyncssh.SSHClientConnection:
-        """Open the connection by OpenSSH's rules (:mod:`probes.openssh`).
+        """Open the connection by OpenSSH's rules (:mod:`probes.openssh`), through the config's
+        ``ProxyJump`` hosts when it names any: each hop is opened here by the same rules (asyncssh
+        would open them with its own, looser ones).
+
+        Raises:
+            ProbeError: every failure, translated; a hop's message names the jump host.
+        """
+        target = _Hop(self._hostname, self._port, self._user, self.host, proxied=False)
+        plan = await self._plan_for(target)
+        via: asyncssh.SSHClientConnection | None = None
+        try:
+            for spec in plan.jumps:
+                try:
+                    user, host, port = parse_target(spec)
+                except ValueError as exc:
+                    raise ProbeError("unreachable", f"{self.host}: cannot use ProxyJump {spec!r}: {exc}") from None
+                hop = _Hop(host, port, user, f"{self.host} (jump host {spec})", proxied=via is not None)
+                nxt = await self._open(hop, await self._plan_for(hop), via)
+                if via is not None:
+                    nxt.set_tunnel(via)  # closing the last hop closes the ones before it
+                via = nxt
+            if via is not None:
+                target = _Hop(self._hostname, self._port, self._user, self.host, proxied=True)
+                plan = await self._plan_for(target)
+            conn = await self._open(target, plan, via)
+        except BaseException:
+            if via is not None:
+                via.close()
+            raise
+        if via is not None:
+            conn.set_tunnel(via)
+        return conn
+
+    async def _plan_for(self, hop: _Hop) -> _Plan:
+        try:
+            return await asyncio.to_thread(self._plan, hop)
+        except (ValueError, OSError, asyncssh.Error) as exc:  # a bad config value or file
+            raise ProbeError("unreachable", f"{hop.label}: cannot use the SSH config: {exc}") from None
+
+    async def _open(self, hop: _Hop, plan: _Plan,
+                    via: asyncssh.SSHClientConnection | None) -> asyncssh.SSHClientConnection:
+        """One SSH connection to ``hop`` (over ``via``, a jump host's connection, when given).
 
         Raises:
             ProbeError: every failure, translated.
         """
-        try:
-            plan = await asyncio.to_thread(self._plan)
-        except (ValueError, OSError, asyncssh.Error) as exc:  # a bad config value or file
-            raise ProbeError("unreachable", f"{self.host}: cannot use the SSH config: {exc}") from None
         seen: list[str] = []
 
         def known_hosts(_host: str, addr: str, _port: int | None) -> tuple[Any, ...]:
@@ -240,34 +309,34 @@ class SshRunner:
             got = openssh.trusted(plan.target, plan.known, addr)
             return list(got.keys), list(got.cas), list(got.revoked)
 
-        kw = self._connect_args()
+        kw = self._connect_args(hop)
         if self._client_keys is not None:
             kw["client_keys"] = [os.fspath(p) for p in self._client_keys]
         try:
             return await asyncssh.connect(
-                self._hostname, connect_timeout=self.connect_timeout,
+                hop.name, connect_timeout=self.connect_timeout,
                 keepalive_interval=self.keepalive_interval,
                 keepalive_count_max=self.keepalive_count_max, known_hosts=known_hosts,
-                server_host_key_algs=plan.host_key_algs, **plan.algs, **kw)
+                server_host_key_algs=plan.host_key_algs, tunnel=via, **plan.algs, **kw)
         except asyncssh.HostKeyNotVerifiable as exc:
-            key = await self._presented_key(plan)
+            key = await self._presented_key(hop, plan, via)
             raise ProbeError("host_key", openssh.host_key_message(
-                self.host, plan.target, plan.known, key, seen[-1] if seen else "", exc.reason)) from None
+                hop.label, plan.target, plan.known, key, seen[-1] if seen else "", exc.reason)) from None
         except asyncssh.KeyExchangeFailed as exc:
             raise ProbeError("host_key" if "host key" in exc.reason else "unreachable",
-                             openssh.no_common_alg_message(self.host, self._hostname, exc.reason)) from None
+                             openssh.no_common_alg_message(hop.label, hop.name, exc.reason)) from None
         except (asyncssh.PermissionDenied, asyncssh.KeyImportError) as exc:
-            raise ProbeError("auth", self._auth_message(plan, exc)) from None
+            raise ProbeError("auth", _auth_message(hop.label, plan, exc)) from None
         except (asyncssh.ConnectionLost, ConnectionResetError) as exc:
             # sshd hangs up when no algorithm is in common, often before asyncssh can say so.
             # Only a server that accepted the TCP connection (``seen``: asyncssh asked for the
             # known hosts) is asked again; no route is a ConnectionLost too, and stays quick.
-            words = await self._handshake_trouble(plan) if seen else None
+            words = await self._handshake_trouble(hop, plan, via) if seen else None
             if words is not None:
                 raise ProbeError("host_key", words) from None
-            raise translate(exc, self.host, connecting=True) from None
+            raise translate(exc, hop.label, connecting=True) from None
         except Exception as exc:
-            raise translate(exc, self.host, connecting=True) from None
+            raise translate(exc, hop.label, connecting=True) from None
 
     def _failed(self, error: ProbeError) -> ProbeError:
         """Count a failed connect and schedule the next one (exponential backoff, capped)."""
@@ -277,26 +346,27 @@ class SshRunner:
         self._last_error = error
         return error
 
-    def _plan(self) -> _Plan:
-        """Resolve the target by the SSH config (asyncssh's parser) and read its known_hosts
-        files. Blocking (file reads): run in a thread.
+    def _plan(self, hop: _Hop) -> _Plan:
+        """Resolve ``hop`` by the SSH config (asyncssh's parser) and read its known_hosts files.
+        Blocking (file reads): run in a thread.
 
         Raises:
             ValueError: a config value asyncssh or :func:`probes.openssh.choose_algs` refuses.
         """
-        kw = self._connect_args()
+        kw = self._connect_args(hop)
         if "config" not in kw:
-            # connect() reads ~/.ssh/config by default; building options by hand does too, but
-            # say so: the same files must decide both.
+            # connect() reads ~/.ssh/config by default; say so here too: the same files must
+            # decide both.
             default = os.path.expanduser("~/.ssh/config")
             kw["config"] = [default] if os.access(default, os.R_OK) else []
-        opts = asyncssh.SSHClientConnectionOptions(host=self._hostname, known_hosts=None,
+        opts = asyncssh.SSHClientConnectionOptions(host=hop.name, known_hosts=None,
                                                    client_keys=None, **kw)
         config = opts.config
         host, port = str(opts.host), int(opts.port)
+        jumps = opts.tunnel if isinstance(opts.tunnel, str) and opts.tunnel.lower() != "none" else ""
         target = openssh.Target(host.lower(), port, openssh.lookup_name(host, port, opts.host_key_alias),
                                 bool(config.get("CheckHostIP", False)),
-                                bool(opts.tunnel or opts.proxy_command))
+                                hop.proxied or bool(jumps or opts.proxy_command))
         if self._known_hosts is not None:
             kh = self._known_hosts
             files = [os.fspath(kh)] if isinstance(kh, (str, os.PathLike)) else [os.fspath(p) for p in kh]
@@ -315,32 +385,36 @@ class SshRunner:
             named = config.get("IdentityFile", None)
             identities = [str(f) for f in named] if named else list(openssh.DEFAULT_IDENTITIES)  # type: ignore[attr-defined]
             explicit = bool(named)
+        # A hop's own ProxyJump is not followed (the chain is the target's); the target's is.
+        hops = tuple(j.strip() for j in jumps.split(",") if j.strip()) if not hop.proxied else ()
         return _Plan(target, known, algs, openssh.other_algs(config), tuple(identities), explicit,
-                     str(opts.username))
+                     str(opts.username), hops)
 
-    async def _presented_key(self, plan: _Plan) -> asyncssh.SSHKey | None:
+    async def _presented_key(self, hop: _Hop, plan: _Plan,
+                             via: asyncssh.SSHClientConnection | None) -> asyncssh.SSHKey | None:
         """The host key the server presents to the same offer (a second handshake, only after a
         refusal, for the message); None when it cannot be had."""
-        kw = self._connect_args()
+        kw = self._connect_args(hop)
         kw.pop("username", None)
         try:
             return await asyncio.wait_for(asyncssh.get_server_host_key(
-                self._hostname, server_host_key_algs=plan.host_key_algs,
+                hop.name, server_host_key_algs=plan.host_key_algs, tunnel=via,
                 kex_algs=plan.algs["kex_algs"], **kw), self.connect_timeout)
         except (asyncssh.Error, OSError, TimeoutError, ValueError):
             return None
 
-    async def _handshake_trouble(self, plan: _Plan) -> str | None:
+    async def _handshake_trouble(self, hop: _Hop, plan: _Plan,
+                                 via: asyncssh.SSHClientConnection | None) -> str | None:
         """After the server hung up during a connect: whether it is the algorithms (one more
         handshake with ours, then with ``ssh-rsa`` only), and the words for it; None when the
         handshake works with ours, or not even with ``ssh-rsa`` (something else is wrong)."""
-        kw = self._connect_args()
+        kw = self._connect_args(hop)
         kw.pop("username", None)
 
         async def works(host_key_algs: list[str]) -> bool:
             try:
                 await asyncio.wait_for(asyncssh.get_server_host_key(
-                    self._hostname, server_host_key_algs=host_key_algs,
+                    hop.name, server_host_key_algs=host_key_algs, tunnel=via,
                     kex_algs=plan.algs["kex_algs"], **kw), self.connect_timeout)
             except (asyncssh.Error, OSError, TimeoutError, ValueError):
                 return False
@@ -348,18 +422,8 @@ class SshRunner:
         if await works(plan.host_key_algs) or not await works(["ssh-rsa"]):
             return None
         return openssh.no_common_alg_message(
-            self.host, self._hostname, "No matching host key algorithm found, sent "
+            hop.label, hop.name, "No matching host key algorithm found, sent "
             f"{','.join(plan.host_key_algs)} and received ssh-rsa")
-
-    def _auth_message(self, plan: _Plan, exc: Exception) -> str:
-        """Why login failed: each key that cannot be used and why, else the server's refusal."""
-        problems = openssh.key_problems(plan.identities, explicit=plan.explicit_keys)
-        agent = "" if os.environ.get("SSH_AUTH_SOCK") else " (no ssh-agent: SSH_AUTH_SOCK is not set)"
-        if problems:
-            return f"{self.host}: login as {plan.user} refused: " + "; ".join(problems) + agent
-        reason = exc.reason if isinstance(exc, asyncssh.Error) else str(exc)
-        return (f"{self.host}: {reason} (the server refused every key: check User ({plan.user}), "
-                f"IdentityFile ({', '.join(plan.identities)}) or the agent{agent})")
 
     def connected(self) -> bool:
         """Whether the connection is open now (a frozen link counts as open until keepalives

@@ -16,6 +16,7 @@ itself at the end.
 from __future__ import annotations
 
 import asyncio
+import getpass
 import os
 import subprocess
 from collections.abc import Iterator
@@ -290,3 +291,27 @@ def test_check_host_ip_refuses_a_key_the_address_disagrees_with(tmp_path: Path) 
     assert "records a different key for its address 10.1.2.3" in msg
     assert f"ssh-keygen -f {known_file} -R '10.1.2.3'" in msg
     assert os.path.basename(str(known_file)) in msg
+
+
+# --- ProxyJump: every hop by the same rules -------------------------------------------------------
+
+@pytest.mark.parametrize(("jump_entry", "connects"), [("[localhost]:{port}", True), ("[127.0.0.1]:{port}", False)],
+                         ids=["jump known by name", "jump known by address only"])
+async def test_a_jump_host_is_checked_by_openssh_rules_too(
+        sshd: Sshd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jump_entry: str, connects: bool) -> None:
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    known = tmp_path / "known_hosts"
+    known.write_text(f"gpubox {host_key(sshd)}\n{jump_entry.format(port=sshd.port)} {host_key(sshd)}\n")
+    cfg = write_config(tmp_path, sshd, known, alias="gpubox", extra="ProxyJump jump")
+    user = getpass.getuser()
+    with cfg.open("a") as f:  # the jump host: this same sshd, by the name localhost
+        f.write(f"Host jump\n    HostName localhost\n    Port {sshd.port}\n    User {user}\n"
+                f"    IdentityFile {sshd.client_key}\n    IdentitiesOnly yes\n    UserKnownHostsFile {known}\n"
+                "    GlobalKnownHostsFile /dev/null\n    StrictHostKeyChecking yes\n    UpdateHostKeys no\n"
+                "    BatchMode yes\n")
+    ssh_ok, ssh_err = await asyncio.to_thread(openssh_verdict, cfg)
+    ours, err = await upwatch_verdict(cfg)
+    assert ssh_ok == connects, f"OpenSSH itself: {ssh_err}"
+    assert ours == ssh_ok, f"OpenSSH {'connected' if ssh_ok else 'refused: ' + ssh_err}; upwatch: {err}"
+    if err is not None:
+        assert err.kind == "host_key" and err.message.startswith("box (jump host jump): No ED25519 host key")
