@@ -11,16 +11,25 @@ systemd 252 in ``tests/fixtures/journal``): one JSON object per line, all values
 ``journalctl --show-cursor`` appends a non-JSON last line ``-- cursor: s=...``; ``-- No entries --``
 and ``-- Boot ... --`` lines may appear in other modes. Key order is not stable: parse, never compare
 bytes.
+
+Size: a record is one line, read whole up to :data:`probes.runner.LINE_CAP` (16 MiB of JSON: a
+plain-text ``MESSAGE`` of up to about 16 MiB, a byte-array one of up to about 4 MiB). A longer line
+reaches :func:`parse_record` as a :class:`~probes.runner.CutLine` (its first 15 MiB and last 1 MiB):
+the fields before and after the cut are read as usual, so the cursor and the time are kept, and the
+value the cut fell in is kept up to the cut; when that is ``MESSAGE`` the text ends with
+:data:`CUT_MARK`. No record is lost to its size.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from datetime import datetime, timedelta, timezone
 
 from probes.logline import Stamp
+from probes.runner import LINE_CAP, CutLine
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # The microsecond range a datetime can hold (years 1 to 9999).
@@ -29,6 +38,9 @@ _MAX_US = int((datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc) - _EPOCH)
 
 #: Shown in place of a ``MESSAGE`` that journalctl printed as ``null`` (4096 bytes or more without ``-a``).
 TOO_LONG = "[message of 4096 bytes or more: journalctl -a shows it]"
+
+#: Ends a ``MESSAGE`` cut because its record was longer than :data:`probes.runner.LINE_CAP`.
+CUT_MARK = "[... cut: the journal record was {size} bytes, upwatch reads {cap} MiB of it]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +171,8 @@ def parse_record(line: str | bytes) -> Record:
         RecordError: when the line is not a complete JSON object (a record cut mid-entry, a
             ``-- cursor:`` line, garbage).
     """
+    if isinstance(line, CutLine):
+        return _record(_cut_object(line))
     try:
         obj = _loads(line)
     except json.JSONDecodeError as exc:
@@ -171,6 +185,11 @@ def parse_record(line: str | bytes) -> Record:
         raise RecordError("not a JSON record: nested too deeply") from None
     if not isinstance(obj, dict):
         raise RecordError("not a JSON object")
+    return _record(obj)
+
+
+def _record(obj: dict[str, object]) -> Record:
+    """A :class:`Record` from a parsed journal JSON object. Raises RecordError (bad field shapes)."""
     texts = field_texts(obj.get("MESSAGE"))
     rt = _first(obj.get("__REALTIME_TIMESTAMP"))
     try:
@@ -192,6 +211,118 @@ def parse_record(line: str | bytes) -> Record:
         unit = _first(obj.get("_SYSTEMD_USER_UNIT")) or _first(obj.get("_SYSTEMD_UNIT"))
         invocation = _first(obj.get("_SYSTEMD_INVOCATION_ID"))
     return Record(texts, _first(obj.get("__CURSOR")), realtime_us, pid, ident, unit, invocation, systemd)
+
+
+_DECODER = json.JSONDecoder()
+_STRING_END = re.compile(r'(?:[^"\\]|\\.)*"', re.DOTALL)
+
+
+def _cut_object(line: CutLine) -> dict[str, object]:
+    """The fields of a record cut in the middle (see the module docstring), as a JSON object.
+
+    The head is read pair by pair until the value the cut fell in; that value is kept up to the
+    cut (a string, or a byte array), ``MESSAGE`` with :data:`CUT_MARK` after it. The tail is read
+    from the end of that value: it began inside a value of the same shape (a string ends at the
+    first unescaped quote, a byte array at the first ``]``). When the tail cannot be read so, its
+    fields are left out (the head holds ``__CURSOR`` and ``__REALTIME_TIMESTAMP``: journalctl
+    prints them first).
+
+    Raises:
+        RecordError: the head is not the start of a JSON object.
+    """
+    head = bytes(line).decode("utf-8", "replace")
+    obj: dict[str, object] = {}
+    i = _skip(head, 0)
+    if not head.startswith("{", i):
+        raise RecordError("not a JSON record: a cut line that does not start with '{'")
+    i += 1
+    while True:
+        i = _skip(head, i)
+        try:
+            key, i = json.decoder.scanstring(head, i + 1) if head.startswith('"', i) else (None, i)  # type: ignore[attr-defined]
+        except json.JSONDecodeError:
+            key = None
+        if key is None:
+            raise RecordError("not a JSON record: a cut line whose head is not a JSON object")
+        i = _skip(head, i)
+        if not head.startswith(":", i):
+            raise RecordError("not a JSON record: a cut line whose head is not a JSON object")
+        i = _skip(head, i + 1)
+        if head.startswith("[", i) and head.find("]", i) < 0:
+            break  # a byte array the cut fell in (decoding it first only to fail is slow)
+        try:
+            value, i = _DECODER.raw_decode(head, i)
+        except (json.JSONDecodeError, RecursionError, ValueError):
+            break  # the cut is in this value
+        obj[key] = value
+        i = _skip(head, i)
+        if head.startswith(",", i):
+            i += 1
+    partial = head[i:]
+    kept = _partial_value(partial)
+    if key == "MESSAGE":
+        mark = CUT_MARK.format(size=line.size, cap=LINE_CAP // (1024 * 1024))
+        obj[key] = (kept + " " if kept else "") + mark
+    elif kept is not None:
+        obj[key] = kept
+    obj.update(_tail_object(line.tail.decode("utf-8", "replace"), partial[:1]))
+    return obj
+
+
+def _skip(text: str, i: int) -> int:
+    """The index of the first non-whitespace character at or after ``i``."""
+    while i < len(text) and text[i] in " \t\r\n":
+        i += 1
+    return i
+
+
+def _partial_value(partial: str) -> str | None:
+    """What can be read of a value cut short: a string's text, a byte array's bytes as text
+    (UTF-8 with replacement); None for another shape."""
+    if partial.startswith('"'):
+        for trim in range(8):  # a cut inside an escape (``\\u00e``) leaves up to 6 characters
+            try:
+                return json.decoder.scanstring(partial[:len(partial) - trim] + '"', 1)[0]  # type: ignore[attr-defined, no-any-return]
+            except json.JSONDecodeError:
+                continue
+        return None
+    if partial.startswith("[") and partial[1:2].strip().isdigit():
+        try:  # the last item may be cut: up to the last comma
+            values = _loads(partial[:max(partial.rfind(","), 1)] + "]")
+            return bytes(values).decode("utf-8", "replace")
+        except (ValueError, TypeError):  # not a list of 0..255 (JSONDecodeError is a ValueError)
+            return None
+    return None
+
+
+def _tail_object(tail: str, shape: str) -> dict[str, object]:
+    """The fields after the cut value, read from the line's kept end (see :func:`_cut_object`);
+    ``{}`` when they cannot be read."""
+    if shape == '"':
+        # Start where no escape can be open: six characters without a backslash before it.
+        p = 0
+        run = 0
+        while p < len(tail) and run < 6:
+            run = 0 if tail[p] == "\\" else run + 1
+            p += 1
+        m = _STRING_END.match(tail, p)
+        end = m.end() if m else -1
+    elif shape == "[":
+        end = tail.find("]") + 1 or -1
+    else:
+        return {}
+    if end < 0:
+        return {}
+    rest = tail[_skip(tail, end):]
+    if rest.startswith("}"):
+        return {}
+    if not rest.startswith(","):
+        return {}
+    try:
+        obj = _loads("{" + rest[1:])
+    except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
+        return {}
+    return obj if isinstance(obj, dict) else {}
 
 
 def is_journal_json(first_line: str | bytes) -> bool:

@@ -15,7 +15,7 @@ import signal
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING
 
-from probes.runner import Completed, ProbeError
+from probes.runner import Completed, ProbeError, split_lines
 
 if TYPE_CHECKING:  # httpx loads rich at import: never at module load in probes
     import httpx
@@ -77,7 +77,8 @@ class LocalRunner:
         return Completed(tuple(argv), proc.returncode if proc.returncode is not None else -1, out, err)
 
     async def stream(self, argv: Sequence[str]) -> AsyncIterator[bytes]:
-        """Start ``argv`` and yield its stdout lines (bytes, newline removed) as they come; the
+        """Start ``argv`` and yield its stdout lines (bytes, newline removed; whole up to
+        :data:`~probes.runner.LINE_CAP`, then a :class:`~probes.runner.CutLine`) as they come; the
         process is ended when the iterator is closed or cancelled. stderr is discarded. A program
         that does not exist gives an empty stream (as a remote shell would; :meth:`run` says 127).
 
@@ -92,11 +93,9 @@ class LocalRunner:
             raise ProbeError("command", f"{self.host}: cannot start {argv[0]}: {exc.strerror or exc}") from None
         try:
             assert proc.stdout is not None
-            while True:
-                line = await proc.stdout.readline()
-                if not line:
-                    return
-                yield line[:-1] if line.endswith(b"\n") else line
+            async with contextlib.aclosing(split_lines(proc.stdout.read)) as lines:
+                async for line in lines:
+                    yield line
         finally:
             await self._end(proc)
 

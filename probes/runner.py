@@ -11,9 +11,9 @@ tests). ``SshRunner`` (asyncssh) and ``LocalRunner`` follow in the live-host wor
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, Self
 
 from probes.hosttext import one_line
 
@@ -90,3 +90,115 @@ class Runner(Protocol):
     async def close(self) -> None:
         """End every process this runner started and close its connection."""
         ...
+
+
+#: The longest line a stream hands over whole, in bytes (16 MiB). A ``journalctl -o json`` record is
+#: one line: a plain-text ``MESSAGE`` of up to about 16 MiB fits, a byte-array one (about 3-4
+#: characters per byte: colours, ``\r``) up to about 4 MiB. A longer line arrives as a
+#: :class:`CutLine`.
+LINE_CAP = 16 * 1024 * 1024
+#: Of a line longer than :data:`LINE_CAP`, how many of its last bytes are kept (1 MiB), so what
+#: follows the long value (the journal's other fields) is not lost.
+CUT_TAIL = 1024 * 1024
+#: Bytes asked for per read of a stream.
+READ_CHUNK = 256 * 1024
+
+
+class CutLine(bytes):
+    """A line longer than :data:`LINE_CAP`: its first ``LINE_CAP - CUT_TAIL`` bytes (the bytes
+    themselves) and its last :data:`CUT_TAIL` bytes (:attr:`tail`); the middle was dropped.
+
+    Attributes:
+        tail: the line's last bytes (at most :data:`CUT_TAIL`).
+        size: the whole line's length in bytes (newline not counted).
+    """
+
+    tail: bytes
+    size: int
+
+    def __new__(cls, head: bytes, tail: bytes, size: int) -> Self:
+        line = super().__new__(cls, head)
+        line.tail = tail
+        line.size = size
+        return line
+
+    @property
+    def dropped(self) -> int:
+        """Bytes of the line that were not kept."""
+        return self.size - len(self) - len(self.tail)
+
+
+async def split_lines(read: Callable[[int], Awaitable[bytes]], *, cap: int = LINE_CAP,
+                      tail: int = CUT_TAIL, chunk: int = READ_CHUNK) -> AsyncGenerator[bytes, None]:
+    """Yield the ``\n``-separated lines of a byte stream, newline removed, each whole.
+
+    Reading by chunks and splitting here (not ``readline``) is on purpose: asyncssh's
+    ``readline`` hands over part of a line once its buffer reaches the channel window (2 MiB),
+    asyncio's raises ``ValueError`` past 64 KiB. Memory stays under about ``cap + chunk`` bytes.
+
+    Args:
+        read: ``read(n)`` returning up to ``n`` bytes, ``b""`` at end of stream (asyncssh's and
+            asyncio's ``StreamReader.read``). Its exceptions pass through.
+        cap: a line longer than this many bytes is yielded as a :class:`CutLine` keeping its first
+            ``cap - tail`` and last ``tail`` bytes.
+        tail, chunk: see above; bytes per ``read``.
+
+    Yields:
+        Each line; a last line without a newline too (an empty one is not yielded).
+    """
+    if not 0 < tail < cap:
+        raise ValueError(f"need 0 < tail < cap, got tail={tail}, cap={cap}")
+    buf = bytearray()
+    cut: _Cutting | None = None
+    while True:
+        data = await read(chunk)
+        if not data:
+            if cut is not None:
+                yield cut.line()
+            elif buf:
+                yield bytes(buf)
+            return
+        start = 0
+        while True:
+            nl = data.find(b"\n", start)
+            piece = data[start:] if nl < 0 else data[start:nl]
+            if cut is not None:
+                cut.add(piece)
+            else:
+                buf += piece
+                if len(buf) > cap:
+                    cut = _Cutting(buf, cap - tail, tail)
+                    buf = bytearray()
+            if nl < 0:
+                break
+            line: bytes
+            if cut is not None:
+                line, cut = cut.line(), None
+            else:
+                line = bytes(buf)
+                buf.clear()
+            yield line
+            start = nl + 1
+
+
+class _Cutting:
+    """A line past the cap while it is read: the head kept, a rolling window of its end."""
+
+    def __init__(self, start: bytearray, head: int, tail: int) -> None:
+        self.head = bytes(start[:head])
+        self.keep = tail
+        self.tail = bytearray(start[head:])
+        self.size = len(start)
+        self._trim()
+
+    def add(self, piece: bytes) -> None:
+        self.tail += piece
+        self.size += len(piece)
+        if len(self.tail) > 2 * self.keep:
+            self._trim()
+
+    def _trim(self) -> None:
+        del self.tail[:-self.keep]
+
+    def line(self) -> CutLine:
+        return CutLine(self.head, bytes(self.tail[-self.keep:]), self.size)

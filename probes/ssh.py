@@ -24,6 +24,7 @@ against OpenSSH 9.2 in ``shared/TESTBED.md`` section 1):
 
 * Output is read as bytes (``encoding=None``): one invalid UTF-8 byte on a text channel makes
   asyncssh close the whole connection.
+* Trust and algorithms follow OpenSSH 9.2, not asyncssh's looser defaults: :mod:`probes.openssh`.
 """
 
 from __future__ import annotations
@@ -35,11 +36,13 @@ import shlex
 import socket
 import time
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import asyncssh
 
-from probes.runner import Completed, ProbeError
+from probes import openssh
+from probes.runner import Completed, ProbeError, split_lines
 
 if TYPE_CHECKING:  # httpx loads rich at import: never at module load in probes (tests/test_imports.py)
     import httpx
@@ -102,14 +105,59 @@ def _port(text: str, target: str) -> int:
     return int(text)
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """One connection attempt, resolved before it is made: the target and its known_hosts, the
+    algorithms (:mod:`probes.openssh`), the login keys tried, the user, and the ProxyJump hosts
+    to go through (``[user@]host[:port]`` each, in order)."""
+
+    target: openssh.Target
+    known: openssh.KnownHosts
+    host_key_algs: list[str]
+    algs: dict[str, list[str]]
+    identities: tuple[str, ...]
+    explicit_keys: bool
+    user: str
+    jumps: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Hop:
+    """A host one connection goes to: the target, or a ProxyJump host on the way.
+
+    Attributes:
+        name: the name or alias to resolve by the config; port, user: given ones, or None.
+        label: how messages name it (the target as the operator named it, plus the jump host).
+        proxied: reached through another hop (OpenSSH then skips the CheckHostIP check).
+    """
+
+    name: str
+    port: int | None
+    user: str | None
+    label: str
+    proxied: bool
+
+
+def _auth_message(label: str, plan: _Plan, exc: Exception) -> str:
+    """Why login failed: each key that cannot be used and why, else the server's refusal."""
+    problems = openssh.key_problems(plan.identities, explicit=plan.explicit_keys)
+    agent = "" if os.environ.get("SSH_AUTH_SOCK") else " (no ssh-agent: SSH_AUTH_SOCK is not set)"
+    if problems:
+        return f"{label}: login as {plan.user} refused: " + "; ".join(problems) + agent
+    reason = exc.reason if isinstance(exc, asyncssh.Error) else str(exc)
+    return (f"{label}: {reason} (the server refused every key: check User ({plan.user}), "
+            f"IdentityFile ({', '.join(plan.identities)}) or the agent{agent})")
+
+
 class SshRunner:
     """Runs commands on one host over one asyncssh connection (lazy; reconnects after a drop).
 
     Args:
         target: an SSH config ``Host`` alias, or ``[user@]host[:port]``.
-        known_hosts: known_hosts file(s); None means asyncssh's default (``~/.ssh/known_hosts`` plus
-            ``UserKnownHostsFile``/``GlobalKnownHostsFile`` from the config). Checking cannot be
-            turned off here.
+        known_hosts: known_hosts file(s); None means the config's ``UserKnownHostsFile`` and
+            ``GlobalKnownHostsFile`` (OpenSSH's defaults when unset). Host keys are checked by
+            OpenSSH's rules (:mod:`probes.openssh`: the name looked up, ``HostKeyAlias``,
+            ``CheckHostIP``), always strictly: no key is ever added, checking cannot be turned off.
         client_keys: private key files; None means the config's ``IdentityFile``, else the default
             ``~/.ssh/id_*`` keys (and the agent).
         config: SSH client config file(s); None means ``~/.ssh/config`` (asyncssh reads it itself:
@@ -125,10 +173,15 @@ class SshRunner:
             seconds, doubling per failure up to ``reconnect_max_s`` (30 s); calls in between fail
             at once with the last error. :attr:`attempts` counts failed connects in a row.
 
-    Every method raises :class:`~probes.runner.ProbeError`: ``host_key`` (key unknown or changed;
-    the message says how to fix it), ``auth`` (login refused), ``unreachable`` (DNS, refused,
-    no route), ``timeout`` (no answer in time), ``closed`` (the connection dropped), ``command``
-    (the server refused a channel).
+    Algorithms are OpenSSH 9.2's defaults, edited by the config's options by OpenSSH's rules
+    (:func:`probes.openssh.choose_algs`): no ``ssh-rsa`` (SHA-1) unless the config asks for it.
+
+    Every method raises :class:`~probes.runner.ProbeError`: ``host_key`` (key unknown, changed,
+    revoked, or no host key algorithm in common, e.g. a server signing only with SHA-1; the
+    message says which and how to fix it), ``auth`` (login refused; a key that is protected by a
+    passphrase, unreadable or DSA is named, with the fix), ``unreachable`` (DNS, refused, no
+    route, a config upwatch cannot use), ``timeout`` (no answer in time), ``closed`` (the
+    connection dropped), ``command`` (the server refused a channel).
     """
 
     def __init__(
@@ -171,12 +224,14 @@ class SshRunner:
 
     # --- the connection ----------------------------------------------------------------------------
 
-    def _connect_args(self) -> dict[str, Any]:
+    def _connect_args(self, hop: _Hop | None = None) -> dict[str, Any]:
+        """asyncssh's ``port``, ``username`` and ``config`` for ``hop`` (default: the target)."""
+        port, user = (self._port, self._user) if hop is None else (hop.port, hop.user)
         kw: dict[str, Any] = {}
-        if self._port is not None:
-            kw["port"] = self._port
-        if self._user is not None:
-            kw["username"] = self._user
+        if port is not None:
+            kw["port"] = port
+        if user is not None:
+            kw["username"] = user
         if self._config is not None:
             kw["config"] = [os.fspath(p) for p in self._config]
         return kw
@@ -192,27 +247,96 @@ class SshRunner:
             if self._last_error is not None and time.monotonic() < self._retry_at:
                 # Backing off: every probe asks, only one connect per interval goes out.
                 raise ProbeError(self._last_error.kind, self._last_error.message)
-            kw = self._connect_args()
-            if self._known_hosts is not None:
-                kh = self._known_hosts
-                kw["known_hosts"] = os.fspath(kh) if isinstance(kh, (str, os.PathLike)) else [os.fspath(p) for p in kh]
-            if self._client_keys is not None:
-                kw["client_keys"] = [os.fspath(p) for p in self._client_keys]
             try:
-                self._conn = await asyncssh.connect(
-                    self._hostname, connect_timeout=self.connect_timeout,
-                    keepalive_interval=self.keepalive_interval,
-                    keepalive_count_max=self.keepalive_count_max, **kw)
-            except asyncssh.HostKeyNotVerifiable as exc:
-                host, port, known = await self._endpoint()
-                changed = await asyncio.to_thread(_has_key_for, known, host, port)
-                raise self._failed(ProbeError("host_key", _host_key_message(
-                    self.host, host, port, known, changed=changed))) from None
-            except Exception as exc:
-                raise self._failed(translate(exc, self.host, connecting=True)) from None
+                self._conn = await self._connect()
+            except ProbeError as exc:
+                raise self._failed(exc) from None
             self.attempts = 0
             self._last_error = None
             return self._conn
+
+    async def _connect(self) -> asyncssh.SSHClientConnection:
+        """Open the connection by OpenSSH's rules (:mod:`probes.openssh`), through the config's
+        ``ProxyJump`` hosts when it names any: each hop is opened here by the same rules (asyncssh
+        would open them with its own, looser ones).
+
+        Raises:
+            ProbeError: every failure, translated; a hop's message names the jump host.
+        """
+        target = _Hop(self._hostname, self._port, self._user, self.host, proxied=False)
+        plan = await self._plan_for(target)
+        via: asyncssh.SSHClientConnection | None = None
+        try:
+            for spec in plan.jumps:
+                try:
+                    user, host, port = parse_target(spec)
+                except ValueError as exc:
+                    raise ProbeError("unreachable", f"{self.host}: cannot use ProxyJump {spec!r}: {exc}") from None
+                hop = _Hop(host, port, user, f"{self.host} (jump host {spec})", proxied=via is not None)
+                nxt = await self._open(hop, await self._plan_for(hop), via)
+                if via is not None:
+                    nxt.set_tunnel(via)  # closing the last hop closes the ones before it
+                via = nxt
+            if via is not None:
+                target = _Hop(self._hostname, self._port, self._user, self.host, proxied=True)
+                plan = await self._plan_for(target)
+            conn = await self._open(target, plan, via)
+        except BaseException:
+            if via is not None:
+                via.close()
+            raise
+        if via is not None:
+            conn.set_tunnel(via)
+        return conn
+
+    async def _plan_for(self, hop: _Hop) -> _Plan:
+        try:
+            return await asyncio.to_thread(self._plan, hop)
+        except (ValueError, OSError, asyncssh.Error) as exc:  # a bad config value or file
+            raise ProbeError("unreachable", f"{hop.label}: cannot use the SSH config: {exc}") from None
+
+    async def _open(self, hop: _Hop, plan: _Plan,
+                    via: asyncssh.SSHClientConnection | None) -> asyncssh.SSHClientConnection:
+        """One SSH connection to ``hop`` (over ``via``, a jump host's connection, when given).
+
+        Raises:
+            ProbeError: every failure, translated.
+        """
+        seen: list[str] = []
+
+        def known_hosts(_host: str, addr: str, _port: int | None) -> tuple[Any, ...]:
+            seen.append(addr)
+            got = openssh.trusted(plan.target, plan.known, addr)
+            return list(got.keys), list(got.cas), list(got.revoked)
+
+        kw = self._connect_args(hop)
+        if self._client_keys is not None:
+            kw["client_keys"] = [os.fspath(p) for p in self._client_keys]
+        try:
+            return await asyncssh.connect(
+                hop.name, connect_timeout=self.connect_timeout,
+                keepalive_interval=self.keepalive_interval,
+                keepalive_count_max=self.keepalive_count_max, known_hosts=known_hosts,
+                server_host_key_algs=plan.host_key_algs, tunnel=via, **plan.algs, **kw)
+        except asyncssh.HostKeyNotVerifiable as exc:
+            key = await self._presented_key(hop, plan, via)
+            raise ProbeError("host_key", openssh.host_key_message(
+                hop.label, plan.target, plan.known, key, seen[-1] if seen else "", exc.reason)) from None
+        except asyncssh.KeyExchangeFailed as exc:
+            raise ProbeError("host_key" if "host key" in exc.reason else "unreachable",
+                             openssh.no_common_alg_message(hop.label, hop.name, exc.reason)) from None
+        except (asyncssh.PermissionDenied, asyncssh.KeyImportError) as exc:
+            raise ProbeError("auth", _auth_message(hop.label, plan, exc)) from None
+        except (asyncssh.ConnectionLost, ConnectionResetError) as exc:
+            # sshd hangs up when no algorithm is in common, often before asyncssh can say so.
+            # Only a server that accepted the TCP connection (``seen``: asyncssh asked for the
+            # known hosts) is asked again; no route is a ConnectionLost too, and stays quick.
+            words = await self._handshake_trouble(hop, plan, via) if seen else None
+            if words is not None:
+                raise ProbeError("host_key", words) from None
+            raise translate(exc, hop.label, connecting=True) from None
+        except Exception as exc:
+            raise translate(exc, hop.label, connecting=True) from None
 
     def _failed(self, error: ProbeError) -> ProbeError:
         """Count a failed connect and schedule the next one (exponential backoff, capped)."""
@@ -222,32 +346,84 @@ class SshRunner:
         self._last_error = error
         return error
 
-    async def _endpoint(self) -> tuple[str, int, str]:
-        """The host name, port and known_hosts file the config resolves our target to (for
-        error messages): the ``known_hosts`` given, else ``UserKnownHostsFile``, else
-        ``~/.ssh/known_hosts``."""
-        kw = self._connect_args()
+    def _plan(self, hop: _Hop) -> _Plan:
+        """Resolve ``hop`` by the SSH config (asyncssh's parser) and read its known_hosts files.
+        Blocking (file reads): run in a thread.
+
+        Raises:
+            ValueError: a config value asyncssh or :func:`probes.openssh.choose_algs` refuses.
+        """
+        kw = self._connect_args(hop)
         if "config" not in kw:
-            # connect() reads ~/.ssh/config by default; building options by hand does not.
+            # connect() reads ~/.ssh/config by default; say so here too: the same files must
+            # decide both.
             default = os.path.expanduser("~/.ssh/config")
             kw["config"] = [default] if os.access(default, os.R_OK) else []
-        kh = self._known_hosts
-        if isinstance(kh, (str, os.PathLike)):
-            known = os.fspath(kh)
-        elif kh:
-            known = os.fspath(list(kh)[0])
+        opts = asyncssh.SSHClientConnectionOptions(host=hop.name, known_hosts=None,
+                                                   client_keys=None, **kw)
+        config = opts.config
+        host, port = str(opts.host), int(opts.port)
+        jumps = opts.tunnel if isinstance(opts.tunnel, str) and opts.tunnel.lower() != "none" else ""
+        target = openssh.Target(host.lower(), port, openssh.lookup_name(host, port, opts.host_key_alias),
+                                bool(config.get("CheckHostIP", False)),
+                                hop.proxied or bool(jumps or opts.proxy_command))
+        if self._known_hosts is not None:
+            kh = self._known_hosts
+            files = [os.fspath(kh)] if isinstance(kh, (str, os.PathLike)) else [os.fspath(p) for p in kh]
         else:
-            known = "~/.ssh/known_hosts"
+            user = config.get("UserKnownHostsFile", None)
+            user = openssh.DEFAULT_USER_KNOWN_HOSTS if user is None else user
+            glob = config.get("GlobalKnownHostsFile", None)
+            glob = openssh.DEFAULT_GLOBAL_KNOWN_HOSTS if glob is None else glob
+            files = [str(f) for f in (*user, *glob)]  # type: ignore[misc]
+        known = openssh.KnownHosts(files)
+        mine = known.match(target.lookup)
+        algs = openssh.host_key_algs(config.get("HostKeyAlgorithms", None), mine.keys, bool(mine.cas))
+        if self._client_keys is not None:
+            identities, explicit = [os.fspath(p) for p in self._client_keys], True
+        else:
+            named = config.get("IdentityFile", None)
+            identities = [str(f) for f in named] if named else list(openssh.DEFAULT_IDENTITIES)  # type: ignore[attr-defined]
+            explicit = bool(named)
+        # A hop's own ProxyJump is not followed (the chain is the target's); the target's is.
+        hops = tuple(j.strip() for j in jumps.split(",") if j.strip()) if not hop.proxied else ()
+        return _Plan(target, known, algs, openssh.other_algs(config), tuple(identities), explicit,
+                     str(opts.username), hops)
+
+    async def _presented_key(self, hop: _Hop, plan: _Plan,
+                             via: asyncssh.SSHClientConnection | None) -> asyncssh.SSHKey | None:
+        """The host key the server presents to the same offer (a second handshake, only after a
+        refusal, for the message); None when it cannot be had."""
+        kw = self._connect_args(hop)
+        kw.pop("username", None)
         try:
-            opts = await asyncio.to_thread(asyncssh.SSHClientConnectionOptions, host=self._hostname,
-                                           known_hosts=None, client_keys=None, **kw)
-            if kh is None:
-                files = opts.config.get("UserKnownHostsFile", None)
-                if files:
-                    known = str(files[0] if isinstance(files, (list, tuple)) else files)
-            return str(opts.host), int(opts.port), known
-        except Exception:  # only for a message: fall back to what we were given
-            return self._hostname, self._port or 22, known
+            return await asyncio.wait_for(asyncssh.get_server_host_key(
+                hop.name, server_host_key_algs=plan.host_key_algs, tunnel=via,
+                kex_algs=plan.algs["kex_algs"], **kw), self.connect_timeout)
+        except (asyncssh.Error, OSError, TimeoutError, ValueError):
+            return None
+
+    async def _handshake_trouble(self, hop: _Hop, plan: _Plan,
+                                 via: asyncssh.SSHClientConnection | None) -> str | None:
+        """After the server hung up during a connect: whether it is the algorithms (one more
+        handshake with ours, then with ``ssh-rsa`` only), and the words for it; None when the
+        handshake works with ours, or not even with ``ssh-rsa`` (something else is wrong)."""
+        kw = self._connect_args(hop)
+        kw.pop("username", None)
+
+        async def works(host_key_algs: list[str]) -> bool:
+            try:
+                await asyncio.wait_for(asyncssh.get_server_host_key(
+                    hop.name, server_host_key_algs=host_key_algs, tunnel=via,
+                    kex_algs=plan.algs["kex_algs"], **kw), self.connect_timeout)
+            except (asyncssh.Error, OSError, TimeoutError, ValueError):
+                return False
+            return True
+        if await works(plan.host_key_algs) or not await works(["ssh-rsa"]):
+            return None
+        return openssh.no_common_alg_message(
+            hop.label, hop.name, "No matching host key algorithm found, sent "
+            f"{','.join(plan.host_key_algs)} and received ssh-rsa")
 
     def connected(self) -> bool:
         """Whether the connection is open now (a frozen link counts as open until keepalives
@@ -308,10 +484,12 @@ class SshRunner:
     async def stream(self, argv: Sequence[str]) -> AsyncIterator[bytes]:
         """Start ``argv`` on the host and yield its stdout line by line, as the lines come.
 
-        Lines are bytes with the ``\\n`` removed (invalid UTF-8 stays as it is); stderr is
-        discarded. The iterator ends when the command ends. When it is closed or cancelled early,
-        when the runner closes, or when the connection drops, the remote process is ended (see the
-        module docstring). Holds one channel slot until the remote process has exited.
+        Lines are bytes with the ``\\n`` removed (invalid UTF-8 stays as it is), each whole up to
+        :data:`~probes.runner.LINE_CAP` bytes, a :class:`~probes.runner.CutLine` past it
+        (:func:`~probes.runner.split_lines`); stderr is discarded. The iterator ends when the
+        command ends. When it is closed or cancelled early, when the runner closes, or when the
+        connection drops, the remote process is ended (see the module docstring). Holds one
+        channel slot until the remote process has exited.
 
         Raises:
             ProbeError: ``closed`` when the connection drops mid-stream, or a connect failure's kind.
@@ -326,19 +504,22 @@ class SshRunner:
             except Exception as exc:
                 raise translate(exc, self.host) from None
             self._live.add(proc)
-            while True:
+            stdout = proc.stdout
+
+            async def read(n: int) -> bytes:
                 try:
-                    line = await proc.stdout.readline()
+                    return await stdout.read(n)
                 except Exception as exc:
                     raise translate(exc, self.host) from None
-                if not line:
-                    if self._closed:
-                        raise ProbeError("closed", f"{self.host}: runner closed")
-                    if conn.is_closed():
-                        # The connection dropped: the channel ended without the command ending.
-                        raise ProbeError("closed", f"{self.host}: connection lost while {argv[0]} ran")
-                    return
-                yield line[:-1] if line.endswith(b"\n") else line
+
+            async with contextlib.aclosing(split_lines(read)) as lines:
+                async for line in lines:
+                    yield line
+            if self._closed:
+                raise ProbeError("closed", f"{self.host}: runner closed")
+            if conn.is_closed():
+                # The connection dropped: the channel ended without the command ending.
+                raise ProbeError("closed", f"{self.host}: connection lost while {argv[0]} ran")
         finally:
             if proc is not None:
                 self._end(proc)
@@ -436,29 +617,6 @@ class SshRunner:
             conn.close()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(conn.wait_closed(), self.grace_s)
-
-
-def _has_key_for(known_hosts: str, host: str, port: int) -> bool:
-    """Whether ``known_hosts`` already holds a key for ``host``/``port`` (so the key changed)."""
-    try:
-        hosts = asyncssh.read_known_hosts(os.path.expanduser(known_hosts))
-        return bool(hosts.match(host, "", port)[0])
-    except Exception:  # unreadable or missing file: nothing known
-        return False
-
-
-def _host_key_message(target: str, host: str, port: int, known_hosts: str, *, changed: bool) -> str:
-    """What to tell the operator when the host key is not trusted, with the commands that fix it
-    for the known_hosts file actually used."""
-    entry = host if port == 22 else f"[{host}]:{port}"
-    keyscan = f"ssh-keyscan {host}" if port == 22 else f"ssh-keyscan -p {port} {host}"
-    where = f"{host}" if port == 22 else f"{host}:{port}"
-    if changed:
-        return (f"{target}: the host key of {where} CHANGED since it was recorded in {known_hosts} "
-                f"(reinstalled host, or someone in between). If expected: ssh-keygen -f {known_hosts} "
-                f"-R '{entry}', then {keyscan} >> {known_hosts}.")
-    return (f"{target}: host key of {where} is not in {known_hosts}. Check it, then: "
-            f"{keyscan} >> {known_hosts}")
 
 
 def _os_words(exc: OSError) -> str:

@@ -114,8 +114,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _keygen(path: Path, comment: str) -> None:
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path), "-C", comment],
+def _keygen(path: Path, comment: str, kind: str = "ed25519") -> None:
+    subprocess.run(["ssh-keygen", "-q", "-t", kind, "-N", "", "-f", str(path), "-C", comment],
                    check=True, capture_output=True)
 
 
@@ -125,7 +125,8 @@ SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 def start_sshd(base: Path, *, deadline_s: float = 10.0, listen: str = "127.0.0.1",
                port: int | None = None, env: dict[str, str] | None = None,
-               netns: str | None = None, hostname: str | None = None) -> Sshd:
+               netns: str | None = None, hostname: str | None = None,
+               host_key_type: str = "ed25519", extra_config: str = "") -> Sshd:
     """Start a real sshd with its files under ``base``.
 
     Args:
@@ -138,6 +139,8 @@ def start_sshd(base: Path, *, deadline_s: float = 10.0, listen: str = "127.0.0.1
             ``<shims>:`` + :data:`SYSTEM_PATH`.
         netns: run sshd inside this network namespace (``ip netns exec``); it must exist.
         hostname: with ``netns``, give sshd its own UTS namespace with this host name.
+        host_key_type: ``ssh-keygen -t`` of the host key (file ``host_<type>``; known_hosts holds it).
+        extra_config: more ``sshd_config`` lines (e.g. ``HostKeyAlgorithms ssh-rsa``).
 
     Raises:
         SshdError: sshd or ssh-keygen missing, a bad config, or the port never accepted.
@@ -150,7 +153,8 @@ def start_sshd(base: Path, *, deadline_s: float = 10.0, listen: str = "127.0.0.1
     base.mkdir(parents=True, exist_ok=True)
     shims = base / "shims"
     shims.mkdir(exist_ok=True)
-    _keygen(base / "host_ed25519", "upwatch-test-host")
+    host_key = base / f"host_{host_key_type}"
+    _keygen(host_key, "upwatch-test-host", host_key_type)
     _keygen(base / "client_ed25519", "upwatch-test-client")
     auth = base / "authorized_keys"
     auth.write_bytes((base / "client_ed25519.pub").read_bytes())
@@ -166,7 +170,7 @@ def start_sshd(base: Path, *, deadline_s: float = 10.0, listen: str = "127.0.0.1
     setenv = " ".join(f"{k}={v}" for k, v in variables.items())
     cfg.write_text(f"""ListenAddress {listen}
 Port {port}
-HostKey {base}/host_ed25519
+HostKey {host_key}
 PidFile {base}/sshd.pid
 AuthorizedKeysFile {auth}
 PasswordAuthentication no
@@ -176,8 +180,8 @@ UsePAM no
 StrictModes no
 LogLevel VERBOSE
 SetEnv {setenv}
-""")
-    host_pub = (base / "host_ed25519.pub").read_text().split()
+{extra_config}""")
+    host_pub = (base / f"host_{host_key_type}.pub").read_text().split()
     entry = listen if port == 22 else f"[{listen}]:{port}"
     (base / "known_hosts").write_text(f"{entry} {host_pub[0]} {host_pub[1]}\n")
     (base / "ssh_config").write_text(f"""Host testhost

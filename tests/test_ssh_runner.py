@@ -207,7 +207,7 @@ async def test_unknown_host_key_says_how_to_fix_it(sshd: Sshd, tmp_path: Path) -
     assert err.value.kind == "host_key"
     # The file named is the one in use, so the command really fixes it.
     assert err.value.message.endswith(f"ssh-keyscan -p {sshd.port} 127.0.0.1 >> {empty}")
-    assert f"host key of 127.0.0.1:{sshd.port} is not in {empty}" in err.value.message
+    assert f"No ED25519 host key is known for [127.0.0.1]:{sshd.port} in {empty}." in err.value.message
     assert "CHANGED" not in err.value.message
     await r.close()
 
