@@ -38,7 +38,7 @@ from probes.notify import url_label
 from probes.watch import DEFAULT_PORTS, HostSpec
 from tui.config import (ENV_VAR, Config, ConfigError, default_config_path, display_path, load_config,
                         looks_like_quick_form, resolve_ssh)
-from tui.replay import format_timeline
+from tui.replay import format_timeline, replay_json
 
 EXIT_OK = 0
 EXIT_UNREADABLE = 2
@@ -480,10 +480,15 @@ def _demo(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _prompt(name: str) -> None:
+    """Said before reading a terminal: the operator may be typing the log, or may have forgotten it."""
+    print(f"upwatch replay: reading {name} (Ctrl-D to end)", file=sys.stderr, flush=True)
+
+
 def _replay(args: argparse.Namespace) -> int:
     info: dict = {}
     try:
-        reading = read_path(args.path, engine=args.engine, unit=args.unit, info=info)
+        reading = read_path(args.path, engine=args.engine, unit=args.unit, info=info, on_terminal=_prompt)
     except LogReadError as exc:
         print(f"upwatch replay: {exc}", file=sys.stderr)
         return EXIT_UNREADABLE
@@ -496,7 +501,7 @@ def _replay(args: argparse.Namespace) -> int:
               f"with --unit ({', '.join(units[:6])}{', ...' if len(units) > 6 else ''})", file=sys.stderr)
     try:
         if args.json:
-            json.dump(reading.to_json(), sys.stdout, ensure_ascii=False, indent=2)
+            json.dump(replay_json(reading), sys.stdout, ensure_ascii=False, indent=2)
             sys.stdout.write("\n")
         else:
             sys.stdout.write(format_timeline(reading, args.path))
