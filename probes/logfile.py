@@ -247,9 +247,9 @@ def read_path(path: str, engine: str | None = None, unit: str | None = None,
     (a file, standard input, a pipe, a character device), a leading run of NUL bytes (``logrotate
     copytruncate``'s hole) is skipped (:func:`_check_first_block`) and the first block after it
     gets :func:`read_stream`'s binary test (:func:`_is_binary`, the test that refuses ``/bin/ls``);
-    input of NUL bytes only is binary. From a character device
-    that is not a terminal (``/dev/zero``, ``/dev/urandom``) no hole is skipped and at most
-    :data:`MAX_DEVICE_READ` bytes are read; from a pipe, a hole of at most :data:`MAX_HOLE` bytes.
+    input of NUL bytes only is binary. From a character device that is not a terminal
+    (``/dev/zero``, ``/dev/urandom``) no hole is skipped and at most :data:`MAX_DEVICE_READ` bytes
+    are read; from a pipe, a hole of at most :data:`MAX_HOLE` bytes. A block device is refused.
 
     Args:
         on_terminal: called with the input's name before reading when the input is a terminal (the
@@ -274,10 +274,11 @@ def read_path(path: str, engine: str | None = None, unit: str | None = None,
         return read_stream(stream, engine, unit, on_line, name=name, info=info)
     try:
         with open(path, "rb") as f:
+            stream = _checked_input(f, path, on_terminal)
             # peek, not read and seek: PATH may be a pipe (`upwatch replay <(ssh gpu journalctl ...)`)
-            if f.peek(len(_JOURNAL_MAGIC))[:len(_JOURNAL_MAGIC)] == _JOURNAL_MAGIC:
+            if stream.peek(len(_JOURNAL_MAGIC))[:len(_JOURNAL_MAGIC)] == _JOURNAL_MAGIC:
                 return _read_journal_file(path, engine, unit, on_line, info)
-            return read_stream(_checked_input(f, path, on_terminal), engine, unit, on_line, name=path, info=info)
+            return read_stream(stream, engine, unit, on_line, name=path, info=info)
     except FileNotFoundError:
         raise LogReadError(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -296,10 +297,12 @@ MAX_DEVICE_READ = 64 * 1024 * 1024
 _MIB = 1024 * 1024
 
 
-def _checked_input(stream: BinaryIO, name: str, on_terminal: Callable[[str], None] | None) -> BinaryIO:
+def _checked_input(stream: io.BufferedReader, name: str,
+                   on_terminal: Callable[[str], None] | None) -> io.BufferedReader:
     """``stream`` after its kind and first block were checked, positioned at the first byte that is
     not a leading NUL: the stream itself (a seekable file, a terminal) or a stream that gives the
     bytes read for the check and then the rest (a pipe, a character device; bounded for a device).
+    Either can ``peek`` (the journal file test).
 
     Raises:
         LogReadError: a block device, or NUL bytes only (:func:`_check_first_block`).
@@ -321,7 +324,7 @@ def _checked_input(stream: BinaryIO, name: str, on_terminal: Callable[[str], Non
         stream.seek(start + hole)  # the lines as read_stream reads them, the hole skipped
         return stream
     head, _hole = _check_first_block(stream, name, hole_cap=0 if device else MAX_HOLE)
-    return _Replayed(head, stream) if head else io.BytesIO(b"")
+    return _Replayed(head, stream)
 
 
 def _check_first_block(stream: BinaryIO, name: str, hole_cap: int | None) -> tuple[bytes, int]:
@@ -352,7 +355,7 @@ def _check_first_block(stream: BinaryIO, name: str, hole_cap: int | None) -> tup
             return head, hole
         if hole_cap is not None and hole > hole_cap:
             what = "a character device that gives NUL bytes" if hole_cap == 0 else \
-                f"binary: {_size(hole)} of NUL bytes and no text"
+                f"binary: more than {_size(hole_cap)} of NUL bytes and no text"
             raise LogReadError(f"{name} is {what}, not a log")
 
 

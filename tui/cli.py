@@ -123,7 +123,9 @@ def build_dashboard_parser() -> argparse.ArgumentParser:
                "  status             look at each host once and print its state (--watch: a JSON line per change)\n"
                "  wait HOST          block until the unit's new process is ready; exit 0/1/2/3/4 (for scripts)\n"
                "  history [HOST]     how long earlier starts took (medians per phase)\n"
-               "  (upwatch COMMAND --help for more)\n\n"
+               "  (upwatch COMMAND --help for more)\n"
+               "Durations (--timeout): 15s, 5m, 1h, 1h30m or plain seconds. Ctrl-C ends any command with\n"
+               "exit status 130 and one line on stderr (status --watch: 0).\n\n"
                f"{_EXAMPLE}",
     )
     _add_common(parser)
@@ -145,6 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Read a saved server log (plain text as the server printed it, `journalctl -o json`\n"
                     "output, or a binary .journal file) and print the last start's phases, progress\n"
                     "and outcome.\n\n"
+                    "What is not a log is refused in one line: binary data, NUL bytes only (/dev/zero),\n"
+                    "a block device; at most 64 MiB are read from a character device. A log with no\n"
+                    "server start in it (an empty file) is NO SERVER START FOUND, in --json \"state\": \"none\"\n"
+                    "and \"phase\": null. With - on a terminal, type or paste the log and end it with Ctrl-D.\n\n"
                     "Exit status: 0 the log was read (whatever it says), 2 it could not be read (or the\n"
                     "command line was wrong), 130 interrupted.",
     )
@@ -154,7 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--unit", help="journal input only: read only entries about this unit")
     replay.add_argument("--json", action="store_true",
                         help="print one JSON object (engine, state, phase, phases_seen, phases, "
-                             "progress, error, cause, hint, starts, restart_loop)")
+                             "progress, error, cause, hint, starts, restart_loop, suspects, service); state is "
+                             "ready, failed, loading, stopped, or none (no server start in the log)")
     config = sub.add_parser(
         "config", help="print the effective configuration and where each value came from",
         formatter_class=argparse.RawDescriptionHelpFormatter,
