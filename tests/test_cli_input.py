@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import signal
 import stat
 import subprocess
@@ -17,8 +16,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from conftest import LOGS
+
 from tui import cli
 from tui.duration import MAX_DURATION_S, parse_duration
 
@@ -30,7 +29,7 @@ PROMPT = "upwatch replay: reading standard input (Ctrl-D to end)\n"
 def upwatch(*args: str, stdin: bytes | int | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
     """``python -m tui ARGS`` from the repository root; ``stdin`` bytes, or a file descriptor."""
     kw = {"input": stdin} if isinstance(stdin, bytes) or stdin is None else {"stdin": stdin}
-    return subprocess.run([sys.executable, "-m", "tui", *args], capture_output=True, cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "tui", *args], capture_output=True, cwd=ROOT, check=False,
                           timeout=timeout, **kw)
 
 
@@ -113,7 +112,7 @@ def test_what_is_read_from_a_character_device_is_bounded() -> None:
         except lf.LogReadError as exc:
             print(exc)
         """)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, cwd=ROOT, timeout=60)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, cwd=ROOT, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.decode() == "/dev/urandom is a character device that did not end after 1 MiB: not a log file\n"
 
@@ -242,7 +241,7 @@ def test_ctrl_c_during_the_imports_is_one_line_and_130(module: str) -> None:
     """Ctrl-C in the first ~0.3 s printed a KeyboardInterrupt traceback (the imports of tui.cli)."""
     assert module not in sys.builtin_module_names
     proc = subprocess.run([sys.executable, "-c", _INTERRUPT_AT_IMPORT, module, "replay", "-"], input=b"",
-                          capture_output=True, cwd=ROOT, timeout=60)
+                          capture_output=True, cwd=ROOT, timeout=60, check=False)
     assert proc.stderr.decode() == "upwatch: interrupted\n"
     assert proc.returncode == 130
 
@@ -288,8 +287,9 @@ def test_the_upwatch_script_runs_what_python_m_tui_runs() -> None:
 
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts == {"upwatch": "tui.__main__:run"}
-    proc = subprocess.run([sys.executable, "-c", "import sys; from tui.__main__ import run; sys.argv[0] = 'upwatch';"
-                           " sys.exit(run())", "replay", "--help"], capture_output=True, cwd=ROOT, timeout=60)
+    script = "import sys; from tui.__main__ import run; sys.argv[0] = 'upwatch'; sys.exit(run())"
+    proc = subprocess.run([sys.executable, "-c", script, "replay", "--help"], capture_output=True, cwd=ROOT,
+                          timeout=60, check=False)
     assert proc.returncode == 0 and b"usage: upwatch replay" in proc.stdout
 
 
@@ -339,6 +339,7 @@ def test_wait_timeout_0_looks_once_on_a_real_host(systemd_host) -> None:
     import asyncio
 
     from test_wait import _running, wait_on
+
     from tui.wait import EXIT_READY
 
     asyncio.run(_running(systemd_host, "fake-llm.service"))

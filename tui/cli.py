@@ -11,8 +11,8 @@ Subcommands:
 
 * ``upwatch config [--config PATH] [HOST/UNIT | NAME ...]``: print the effective configuration and
   where each value came from. Exit 0, or 2 when the configuration is wrong.
-* ``upwatch status [--json] [--timeout S] [--config PATH] [HOST/UNIT | NAME ...]``: one look at each
-  host, printed (:func:`tui.status.run_status`). Exit 0 every host answered, 4 one could not be
+* ``upwatch status [--json] [--timeout DURATION] [--config PATH] [HOST/UNIT | NAME ...]``: one look
+  at each host, printed (:func:`tui.status.run_status`). Exit 0 every host answered, 4 one could not be
   reached, 2 bad configuration or arguments.
 
 * ``upwatch history [--json] [HOST ...]``: how long earlier starts took, per host, unit, model and
@@ -36,8 +36,8 @@ from probes.engines import ENGINES
 from probes.logfile import LogReadError, read_path
 from probes.notify import url_label
 from probes.watch import DEFAULT_PORTS, HostSpec
-from tui.config import (ENV_VAR, HOST_KEYS, SETTING_KEYS, Config, ConfigError, default_config_path, display_path, load_config,
-                        looks_like_quick_form, resolve_ssh)
+from tui.config import (ENV_VAR, HOST_KEYS, SETTING_KEYS, Config, ConfigError, default_config_path, display_path,
+                        load_config, looks_like_quick_form, resolve_ssh)
 from tui.duration import parse_duration
 from tui.replay import format_timeline, replay_json
 
@@ -234,8 +234,6 @@ def build_parser() -> argparse.ArgumentParser:
                               "typical_starts, median_total_s, median_phases_s, last_start, last_outcome)")
     history.add_argument("hosts", nargs="*", metavar="HOST", help="a host's name as configured (default: all)")
     return parser
-
-
 
 
 def main(argv: list[str] | None = None) -> int:
