@@ -212,6 +212,12 @@ def test_a_terminal_on_stdin_is_told_how_to_end_the_input() -> None:
     assert json.loads(out)["cause"] == "cuda_oom"
 
 
+def test_a_closed_stdin_is_refused_in_one_line() -> None:
+    proc = subprocess.run(["sh", "-c", 'exec "$0" -m tui replay - <&-', sys.executable], capture_output=True,
+                          cwd=ROOT, timeout=60, check=False)
+    one_line(refused(proc, "standard input is closed"))
+
+
 def test_a_pipe_on_stdin_gets_no_prompt() -> None:
     proc = upwatch("replay", "-", stdin=OOM_LOG.read_bytes())
     assert proc.returncode == 0 and proc.stderr == b""
