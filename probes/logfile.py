@@ -18,6 +18,7 @@ import io
 import itertools
 import os
 import shutil
+import stat
 import subprocess
 from collections.abc import Callable, Iterator
 from typing import BinaryIO
@@ -238,26 +239,46 @@ def _feed_journal(reader: StartupReader, lines: Iterator[bytes], unit: str | Non
 
 
 def read_path(path: str, engine: str | None = None, unit: str | None = None,
-              on_line: Callable[[StartupReader], None] | None = None, *, info: dict | None = None) -> Reading:
+              on_line: Callable[[StartupReader], None] | None = None, *, info: dict | None = None,
+              on_terminal: Callable[[str], None] | None = None) -> Reading:
     """Read a log file (``-`` for standard input) and return the final reading.
 
-    A binary journal file is read through ``journalctl --file=PATH -o json -a``.
+    A binary journal file is read through ``journalctl --file=PATH -o json -a``. Whatever the input
+    (a file, standard input, a pipe, a character device), a leading run of NUL bytes (``logrotate
+    copytruncate``'s hole) is skipped (:func:`_check_first_block`) and the first block after it
+    gets :func:`read_stream`'s binary test (:func:`_is_binary`, the test that refuses ``/bin/ls``);
+    input of NUL bytes only is binary. From a character device that is not a terminal
+    (``/dev/zero``, ``/dev/urandom``) no hole is skipped and at most :data:`MAX_DEVICE_READ` bytes
+    are read; from a pipe, a hole of at most :data:`MAX_HOLE` bytes. A block device is refused.
+
+    Args:
+        on_terminal: called with the input's name before reading when the input is a terminal (the
+            operator types the log, or has forgotten to give one): the CLI says how to end it.
 
     Raises:
-        LogReadError: the file does not exist, is a directory, cannot be read, is binary, or is a
-            journal file and ``journalctl`` is missing or fails.
+        LogReadError: the file does not exist, is a directory or a block device, cannot be read, is
+            binary (NUL bytes only included), a character device that does not end within
+            :data:`MAX_DEVICE_READ` bytes, or is a journal file and ``journalctl`` is missing or fails.
         ValueError: for an unknown engine id.
     """
     import sys
 
     if path == "-":
-        return read_stream(sys.stdin.buffer, engine, unit, on_line, name="standard input", info=info)
+        name = "standard input"
+        if sys.stdin is None:
+            raise LogReadError("standard input is closed: give a PATH, or pipe the log in")
+        try:
+            stream = _checked_input(sys.stdin.buffer, name, on_terminal)
+        except OSError as exc:
+            raise LogReadError(f"{name}: cannot read: {exc.strerror or exc}") from None
+        return read_stream(stream, engine, unit, on_line, name=name, info=info)
     try:
         with open(path, "rb") as f:
+            stream = _checked_input(f, path, on_terminal)
             # peek, not read and seek: PATH may be a pipe (`upwatch replay <(ssh gpu journalctl ...)`)
-            if f.peek(len(_JOURNAL_MAGIC))[:len(_JOURNAL_MAGIC)] == _JOURNAL_MAGIC:
+            if stream.peek(len(_JOURNAL_MAGIC))[:len(_JOURNAL_MAGIC)] == _JOURNAL_MAGIC:
                 return _read_journal_file(path, engine, unit, on_line, info)
-            return read_stream(f, engine, unit, on_line, name=path, info=info)
+            return read_stream(stream, engine, unit, on_line, name=path, info=info)
     except FileNotFoundError:
         raise LogReadError(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -266,6 +287,135 @@ def read_path(path: str, engine: str | None = None, unit: str | None = None,
         raise LogReadError(f"{path}: permission denied") from None
     except OSError as exc:
         raise LogReadError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+#: A leading hole of NUL bytes longer than this, in input that may never end (a pipe), is refused
+#: as binary (``cat /dev/zero | upwatch replay -``); a regular file's hole is skipped whole.
+MAX_HOLE = 256 * 1024 * 1024
+#: Bytes read at most from a character device that is not a terminal (``/dev/zero`` never ends).
+MAX_DEVICE_READ = 64 * 1024 * 1024
+_MIB = 1024 * 1024
+
+
+def _checked_input(stream: io.BufferedReader, name: str,
+                   on_terminal: Callable[[str], None] | None) -> io.BufferedReader:
+    """``stream`` after its kind and first block were checked, positioned at the first byte that is
+    not a leading NUL: the stream itself (a seekable file, a terminal) or a stream that gives the
+    bytes read for the check and then the rest (a pipe, a character device; bounded for a device).
+    Either can ``peek`` (the journal file test).
+
+    Raises:
+        LogReadError: a block device, or NUL bytes only (:func:`_check_first_block`).
+        OSError: from ``fstat`` or reading.
+    """
+    mode = os.fstat(stream.fileno()).st_mode
+    if stat.S_ISBLK(mode):
+        raise LogReadError(f"{name} is a block device (a disk), not a log file")
+    if stat.S_ISCHR(mode) and stream.isatty():
+        if on_terminal is not None:
+            on_terminal(name)
+        return stream  # typed or pasted by the operator: read as it comes, until Ctrl-D
+    device = stat.S_ISCHR(mode)
+    if device:
+        stream = _Bounded(stream, name)
+    if stat.S_ISREG(mode) and stream.seekable():
+        start = stream.tell()
+        head, hole = _check_first_block(stream, name, hole_cap=None)
+        stream.seek(start + hole)  # the lines as read_stream reads them, the hole skipped
+        return stream
+    head, _hole = _check_first_block(stream, name, hole_cap=0 if device else MAX_HOLE)
+    return _Replayed(head, stream)
+
+
+def _check_first_block(stream: BinaryIO, name: str, hole_cap: int | None) -> tuple[bytes, int]:
+    """Read past a leading run of NUL bytes (``logrotate copytruncate``'s hole) to the first bytes
+    that are not NUL; the binary test of what follows is :func:`read_stream`'s (:func:`_is_binary`,
+    with the messages for gzip, UTF-16 and journal files).
+
+    Returns:
+        (the first block's bytes after the hole, at most :data:`_BLOCK`; the hole's length in
+        bytes). ``(b"", 0)`` for an empty input.
+
+    Raises:
+        LogReadError: only NUL bytes up to the end (binary: the NUL bytes that are the hole of a
+            copied log are followed by its text), or a hole longer than ``hole_cap`` bytes (None:
+            no bound).
+    """
+    read = getattr(stream, "read1", None) or stream.read
+    hole = 0
+    while True:
+        block = read(_BLOCK)
+        if not block:
+            if hole:
+                raise LogReadError(f"{name} is a binary file, not a log: {_size(hole)} of NUL bytes and nothing else")
+            return b"", 0
+        head = block.lstrip(b"\x00")
+        hole += len(block) - len(head)
+        if head:
+            return head, hole
+        if hole_cap is not None and hole > hole_cap:
+            what = "a character device that gives NUL bytes" if hole_cap == 0 else \
+                f"binary: more than {_size(hole_cap)} of NUL bytes and no text"
+            raise LogReadError(f"{name} is {what}, not a log")
+
+
+def _size(n: int) -> str:
+    return f"{n / _MIB:.1f} MiB" if n >= _MIB else f"{n} bytes"
+
+
+class _Bounded(io.RawIOBase):
+    """A character device's stream that raises :class:`LogReadError` once more than
+    :data:`MAX_DEVICE_READ` bytes were read from it."""
+
+    def __init__(self, stream: BinaryIO, name: str) -> None:
+        super().__init__()
+        self._stream = stream
+        self._name = name
+        self._read = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read1(self, size: int = -1) -> bytes:
+        data = self._stream.read1(size if size > 0 else _BLOCK)  # type: ignore[attr-defined]
+        self._read += len(data)
+        if self._read > MAX_DEVICE_READ:
+            raise LogReadError(f"{self._name} is a character device that did not end after "
+                               f"{MAX_DEVICE_READ // _MIB} MiB: not a log file")
+        return data
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        data = self.read1(len(b))
+        b[:len(data)] = data
+        return len(data)
+
+
+class _Replayed(io.BufferedReader):
+    """The bytes already read from a stream (``head``), then the rest of the stream: what was read
+    to test the input is not lost (a pipe cannot seek back)."""
+
+    def __init__(self, head: bytes, stream: BinaryIO) -> None:
+        super().__init__(_HeadThen(head, stream), buffer_size=_BLOCK)
+
+
+class _HeadThen(io.RawIOBase):
+    def __init__(self, head: bytes, stream: BinaryIO) -> None:
+        super().__init__()
+        self._head = head
+        self._read1 = getattr(stream, "read1", None) or stream.read
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        if self._head:
+            n = min(len(b), len(self._head))
+            b[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        data = self._read1(len(b))
+        b[:len(data)] = data
+        return len(data)
 
 
 def _read_journal_file(path: str, engine: str | None, unit: str | None,

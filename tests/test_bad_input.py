@@ -161,7 +161,8 @@ def test_empty_file_reads_as_a_start_not_yet_begun(tmp_path: Path) -> None:
     proc = replay(str(path), "--json")
     assert_read(proc)
     out = json_reading(proc)
-    assert (out["state"], out["phase"], out["starts"], out["error"]) == ("loading", "starting", 0, None)
+    # --json agrees with the text form's "NO SERVER START FOUND" (tui.replay.NO_START)
+    assert (out["state"], out["phase"], out["starts"], out["error"]) == ("none", None, 0, None)
 
 
 def test_file_of_blank_lines_reads_as_a_start_not_yet_begun(tmp_path: Path) -> None:
@@ -676,7 +677,7 @@ def test_stdin_journal_is_read() -> None:
 def test_empty_stdin_is_read() -> None:
     proc = replay("-", "--json", stdin=b"")
     assert_read(proc)
-    assert json_reading(proc)["state"] == "loading"
+    assert json_reading(proc)["state"] == "none"
 
 
 def test_binary_stdin_is_refused_in_one_line() -> None:

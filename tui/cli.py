@@ -11,8 +11,8 @@ Subcommands:
 
 * ``upwatch config [--config PATH] [HOST/UNIT | NAME ...]``: print the effective configuration and
   where each value came from. Exit 0, or 2 when the configuration is wrong.
-* ``upwatch status [--json] [--timeout S] [--config PATH] [HOST/UNIT | NAME ...]``: one look at each
-  host, printed (:func:`tui.status.run_status`). Exit 0 every host answered, 4 one could not be
+* ``upwatch status [--json] [--timeout DURATION] [--config PATH] [HOST/UNIT | NAME ...]``: one look
+  at each host, printed (:func:`tui.status.run_status`). Exit 0 every host answered, 4 one could not be
   reached or its unit or journal cannot be read (why on stderr), 2 bad configuration or arguments.
 
 * ``upwatch history [--json] [HOST ...]``: how long earlier starts took, per host, unit, model and
@@ -29,16 +29,17 @@ import argparse
 import os
 import sys
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from probes.engines import ENGINES
 from probes.hosttext import json_text, one_line
 from probes.logfile import LogReadError, read_path
 from probes.notify import url_label
 from probes.watch import DEFAULT_PORTS, HostSpec
-from tui.config import (ENV_VAR, Config, ConfigError, default_config_path, display_path, load_config,
-                        looks_like_quick_form, resolve_ssh)
-from tui.replay import format_timeline
+from tui.config import (ENV_VAR, HOST_KEYS, SETTING_KEYS, Config, ConfigError, default_config_path, display_path,
+                        load_config, looks_like_quick_form, resolve_ssh)
+from tui.duration import parse_duration
+from tui.replay import format_timeline, replay_json
 
 EXIT_OK = 0
 EXIT_UNREADABLE = 2
@@ -50,6 +51,11 @@ EXIT_UNREACHABLE = 4
 #: "restart loop".
 EXIT_WAIT_USAGE = 64
 
+#: Ctrl-C (or SIGINT) at any moment: one line on stderr ("upwatch: interrupted"), no traceback.
+EXIT_INTERRUPTED = 130
+#: ``--demo``'s time compression when ``--speed`` is not given.
+DEMO_SPEED = 10.0
+
 #: The subcommands; the first word of argv that is not an option picks one (see :func:`main`).
 COMMANDS = ("replay", "config", "status", "wait", "history")
 
@@ -59,6 +65,21 @@ _QUICK = ("Instead of a file, hosts can be given as quick forms, [user@]host[:po
           "  root@10.0.0.5/sglang.service   gpu-node-2:2222/vllm (.service is added)   local/sglang\n"
           "A HOST without '/' is the name of a host of the file: only the hosts named are used.")
 
+#: The end of ``upwatch --help``: a hosts.toml to start from (the messages about a missing or empty
+#: file point here: a pip-installed upwatch has no README beside it).
+_EXAMPLE = ("An example hosts.toml:\n"
+            "  [defaults]\n"
+            "  sudo = true                 # journalctl/systemctl through `sudo -n` (never prompts)\n"
+            "\n"
+            "  [[host]]\n"
+            "  name = \"gpu-node-1\"\n"
+            "  ssh = \"gpu-node-1\"          # an alias of ~/.ssh/config, or user@host[:port]\n"
+            "  unit = \"sglang\"             # \".service\" is added\n"
+            "  engine = \"sglang\"           # optional: detected from the log\n"
+            "  port = 30000                # optional: the engine's default\n"
+            + textwrap.fill(f"A [[host]] takes the keys {', '.join(HOST_KEYS)} (unit is required); [defaults] "
+                            f"any of them but name; [settings] {', '.join(SETTING_KEYS)}. `upwatch config` "
+                            "prints every value upwatch would use and where it came from.", 78))
 
 _DESCRIPTION = ("Is the LLM server up yet? Watches SGLang/vLLM servers starting as systemd units on GPU "
                 "hosts over SSH, reads their startup logs and says how far the start has come, and if "
@@ -69,8 +90,8 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--version", action="version", version="upwatch 0.1.0")
     parser.add_argument("--demo", action="store_true",
                         help="open the dashboard on four simulated hosts replaying recorded real starts")
-    parser.add_argument("--speed", type=_speed, default=10.0, metavar="N",
-                        help="demo only: time runs N times faster than real (default 10)")
+    parser.add_argument("--speed", type=_speed, default=None, metavar="N",
+                        help=f"with --demo only: time runs N times faster than real (default {DEMO_SPEED:g})")
     parser.add_argument("--config", metavar="PATH", default=None,
                         help=f"the hosts file (default: ${ENV_VAR}, else {display_path(default_config_path())})")
 
@@ -102,7 +123,10 @@ def build_dashboard_parser() -> argparse.ArgumentParser:
                "  status             look at each host once and print its state (--watch: a JSON line per change)\n"
                "  wait HOST          block until the unit's new process is ready; exit 0/1/2/3/4 (for scripts)\n"
                "  history [HOST]     how long earlier starts took (medians per phase)\n"
-               "  (upwatch COMMAND --help for more)",
+               "  (upwatch COMMAND --help for more)\n"
+               "Durations (--timeout): 15s, 5m, 1h, 1h30m or plain seconds. Ctrl-C ends any command with\n"
+               "exit status 130 and one line on stderr (status --watch: 0).\n\n"
+               f"{_EXAMPLE}",
     )
     _add_common(parser)
     parser.add_argument("--read-only", action="store_true",
@@ -123,6 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Read a saved server log (plain text as the server printed it, `journalctl -o json`\n"
                     "output, or a binary .journal file) and print the last start's phases, progress\n"
                     "and outcome.\n\n"
+                    "What is not a log is refused in one line: binary data, NUL bytes only (/dev/zero),\n"
+                    "a block device; at most 64 MiB are read from a character device. A log with no\n"
+                    "server start in it (an empty file) is NO SERVER START FOUND, in --json \"state\": \"none\"\n"
+                    "and \"phase\": null. With - on a terminal, type or paste the log and end it with Ctrl-D.\n\n"
                     "Exit status: 0 the log was read (whatever it says), 2 it could not be read (or the\n"
                     "command line was wrong), 130 interrupted.",
     )
@@ -132,7 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--unit", help="journal input only: read only entries about this unit")
     replay.add_argument("--json", action="store_true",
                         help="print one JSON object (engine, state, phase, phases_seen, phases, "
-                             "progress, error, cause, hint, starts, restart_loop)")
+                             "progress, error, cause, hint, starts, restart_loop, suspects, service); state is "
+                             "ready, failed, loading, stopped, or none (no server start in the log)")
     config = sub.add_parser(
         "config", help="print the effective configuration and where each value came from",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -163,8 +192,10 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--watch", action="store_true",
                         help="keep watching; print one JSON line per change (phase, progress step, readiness "
                              "rung, verdict, connection) until Ctrl-C")
-    status.add_argument("--timeout", type=_timeout, default=15.0, metavar="SECONDS",
-                        help="give up on a host after this many seconds (default 15)")
+    status.add_argument("--timeout", type=_duration_option(allow_zero=False, most_s=3600), default=15.0,
+                        metavar="DURATION",
+                        help="give up on a host after this long: 15s, 2m, or seconds; more than 0, at most 1h "
+                             "(default 15s)")
     _add_config_option(status)
     _add_hosts(status, "a configured host's name (default: all), or a quick form [user@]host[:port]/unit")
     waiter = sub.add_parser(
@@ -185,8 +216,9 @@ def build_parser() -> argparse.ArgumentParser:
     waiter.add_argument("--restart", action="store_true", help="restart the unit first (systemctl restart)")
     waiter.add_argument("--until", choices=("ready", "serving"), default="ready",
                         help="ready (health OK, default) or serving (a generation answered)")
-    waiter.add_argument("--timeout", type=_duration, default=1800.0, metavar="DURATION",
-                        help="give up after this long: 90s, 30m, 1h (default 30m)")
+    waiter.add_argument("--timeout", type=_duration_option(allow_zero=True), default=1800.0, metavar="DURATION",
+                        help="give up after this long: 90s, 30m, 1h, or seconds; 0 looks once (once the "
+                             "host answered) and exits (default 30m)")
     _add_config_option(waiter)
     _add_hosts(waiter, "one host: a configured host's name, or a quick form [user@]host[:port]/unit")
     history = sub.add_parser(
@@ -207,24 +239,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-EXIT_INTERRUPTED = 130
-
-
 def main(argv: list[str] | None = None) -> int:
-    """Run ``upwatch`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit status."""
+    """Run ``upwatch`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit status.
+
+    Ctrl-C at any point is :data:`EXIT_INTERRUPTED` with one line on stderr (``python -m tui`` and
+    the ``upwatch`` script also cover the imports before this runs: :func:`tui.__main__.run`).
+    """
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("upwatch: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: list[str] | None) -> int:
     # Host text may hold any character; a terminal or pipe that cannot show one gets a "?".
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="replace")
     argv = list(sys.argv[1:] if argv is None else argv)
-    if _command_index(argv) is not None:
-        parser = build_parser()
-    else:
-        parser = build_dashboard_parser()
     idx = _command_index(argv)
+    parser = build_parser() if idx is not None else build_dashboard_parser()
     waiting = idx is not None and argv[idx] == "wait"
     try:
         args = parser.parse_args(argv)
+        _check_mode_flags(parser, args)
     except SystemExit as exc:
         if waiting and exc.code == EXIT_USAGE:
             raise SystemExit(EXIT_WAIT_USAGE) from None  # 2 is wait's "restart loop"
@@ -234,8 +273,6 @@ def main(argv: list[str] | None = None) -> int:
         if command == "replay":
             return _replay(args)
         if command is None and args.demo:
-            if args.hosts:
-                parser.error("--demo runs its own simulated hosts: give no HOST with it")
             return _demo(args)
         if command == "config":
             return _config(args)
@@ -251,9 +288,23 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"upwatch: {exc}", file=sys.stderr)
         return EXIT_WAIT_USAGE if waiting else EXIT_USAGE
-    except KeyboardInterrupt:
-        print("upwatch: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+
+
+def _check_mode_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse (``parser.error``: usage, one line, exit 2) a flag given where it does nothing: the
+    demo's flags elsewhere, and what the demo does not read."""
+    command = getattr(args, "command", None)
+    if args.demo and command is not None:
+        parser.error(f"--demo opens the dashboard on simulated hosts: it takes no command ({command})")
+    if args.speed is not None and not args.demo:
+        parser.error("--speed sets the demo's speed: it applies with --demo only")
+    if args.demo and args.hosts:
+        parser.error("--demo runs its own simulated hosts: give no HOST with it")
+    if args.demo and args.config is not None:
+        parser.error("--demo runs its own simulated hosts: it reads no --config")
+    if command in ("replay", "history") and getattr(args, "config", None) is not None:
+        what = "a saved log" if command == "replay" else "the start history"
+        parser.error(f"{command} reads {what}, not the hosts file: --config does not apply")
 
 
 def _command_index(argv: Sequence[str]) -> int | None:
@@ -273,14 +324,19 @@ def _command_index(argv: Sequence[str]) -> int | None:
     return None
 
 
-def _timeout(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < value <= 3600:
-        raise argparse.ArgumentTypeError("timeout must be more than 0 and at most 3600 seconds")
-    return value
+def _duration_option(*, allow_zero: bool, most_s: float | None = None) -> Callable[[str], float]:
+    """The argparse ``type`` of a duration option: :func:`tui.duration.parse_duration`, with 0
+    allowed or not, and an upper bound of its own (seconds)."""
+    def parse(text: str) -> float:
+        try:
+            value = parse_duration(text, allow_zero=allow_zero)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        if most_s is not None and value > most_s:
+            raise argparse.ArgumentTypeError(f"at most {most_s:g} s: {text!r}")
+        return value
+
+    return parse
 
 
 def select_hosts(hosts: Sequence[str], config_path: str | None,
@@ -319,7 +375,7 @@ def _no_hosts(parser: argparse.ArgumentParser, config: Config) -> int:
     f = config.file
     looked = f"{f.shown} ({'no [[host]] tables in it' if f.exists else 'not found'})" if f else "no file"
     print(f"\nNo hosts are configured: looked for {looked}.\n"
-          "Write that file (an example is in README.md, \"Watching real hosts\"), give HOST/UNIT quick forms, "
+          "Write that file (`upwatch --help` ends with an example), give HOST/UNIT quick forms, "
           "or try `upwatch --demo`.",
           file=sys.stderr)
     return EXIT_OK
@@ -344,8 +400,8 @@ def _status(args: argparse.Namespace) -> int:
     if not config.hosts:
         f = config.file
         looked = f"{f.shown} ({'no [[host]] tables in it' if f.exists else 'not found'})" if f else "no file"
-        print(f"upwatch status: no hosts to look at: looked for {looked}; write hosts.toml (README, "
-              "\"Watching real hosts\") or give HOST/UNIT quick forms", file=sys.stderr)
+        print(f"upwatch status: no hosts to look at: looked for {looked}; write hosts.toml (`upwatch --help` "
+              "ends with an example) or give HOST/UNIT quick forms", file=sys.stderr)
         return EXIT_USAGE
     if args.watch:
         from tui.status import run_status_watch
@@ -354,15 +410,6 @@ def _status(args: argparse.Namespace) -> int:
     from tui.status import run_status
 
     return run_status(config, as_json=args.json, timeout_s=args.timeout, out=sys.stdout)
-
-
-def _duration(text: str) -> float:
-    from tui.wait import parse_duration
-
-    try:
-        return parse_duration(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _wait(args: argparse.Namespace) -> int:
@@ -477,16 +524,21 @@ def _demo(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="upwatch-demo-") as folder:
         history = History(f"{folder}/history.sqlite3")
         try:
-            make_demo_app(speed=args.speed, read_only=args.read_only, history=history, seed_history=True).run()
+            make_demo_app(speed=DEMO_SPEED if args.speed is None else args.speed, read_only=args.read_only, history=history, seed_history=True).run()
         finally:
             history.close()
     return EXIT_OK
 
 
+def _prompt(name: str) -> None:
+    """Said before reading a terminal: the operator may be typing the log, or may have forgotten it."""
+    print(f"upwatch replay: reading {name} (Ctrl-D to end)", file=sys.stderr, flush=True)
+
+
 def _replay(args: argparse.Namespace) -> int:
     info: dict = {}
     try:
-        reading = read_path(args.path, engine=args.engine, unit=args.unit, info=info)
+        reading = read_path(args.path, engine=args.engine, unit=args.unit, info=info, on_terminal=_prompt)
     except LogReadError as exc:
         print(f"upwatch replay: {exc}", file=sys.stderr)
         return EXIT_UNREADABLE
@@ -499,7 +551,7 @@ def _replay(args: argparse.Namespace) -> int:
               f"with --unit ({', '.join(one_line(u, max_chars=80) for u in units[:6])}{', ...' if len(units) > 6 else ''})", file=sys.stderr)
     try:
         if args.json:
-            sys.stdout.write(json_text(reading.to_json(), indent=2))
+            sys.stdout.write(json_text(replay_json(reading), indent=2))
             sys.stdout.write("\n")
         else:
             sys.stdout.write(format_timeline(reading, args.path))

@@ -47,6 +47,24 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+#: ``state`` in ``upwatch replay --json`` for a log with no server start in it (an empty file, blank
+#: lines, or lines that are not from a server start): the text form's "NO SERVER START FOUND".
+NO_START = "none"
+
+
+def replay_json(reading: Reading) -> dict:
+    """The object ``upwatch replay --json`` prints: :meth:`Reading.to_json`, with ``state``
+    :data:`NO_START` (and ``phase`` null) when the log holds no server start (``starts == 0``),
+    which the text form reports as "NO SERVER START FOUND"; the reader itself calls such a log a
+    start not yet begun (``loading``, ``starting``), which is true for a live journal but not for a
+    saved log that has ended."""
+    out = reading.to_json()
+    if reading.starts == 0:
+        out["state"] = NO_START
+        out["phase"] = None
+    return out
+
+
 def format_timeline(reading: Reading, name: str) -> str:
     """The replay report: header, one row per phase of the last start, then the outcome."""
     engine = ENGINES[reading.engine].label if reading.engine in ENGINES else "unknown engine"

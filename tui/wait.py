@@ -32,6 +32,7 @@ from probes.state import HostState
 from probes.verdict import blind_failures, cannot_see_lasting, systemd_gave_up
 from probes.watch import HostSpec, HostWatcher
 from tui.config import Config
+from tui.duration import parse_duration  # noqa: F401  (the one parser, tui.duration; re-exported for callers of tui.wait)
 from tui.status import Answered, quiet_stdout, state_text
 from widgets.fmt import RUNG_WORDS
 
@@ -51,27 +52,6 @@ BACKLOG_WAIT_S = 15.0
 #: What sudo and polkit say when the SSH user may not restart the unit (exit 4, "not allowed").
 _NOT_ALLOWED_RE = re.compile(r"a password is required|is not in the sudoers|not allowed to execute|"
                              r"Interactive authentication required|Access denied|Permission denied")
-
-_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)([smh]?)")
-
-
-def parse_duration(text: str) -> float:
-    """``90``, ``90s``, ``30m``, ``1h`` or ``1h30m`` → seconds.
-
-    Raises:
-        ValueError: not a positive duration.
-    """
-    text = text.strip().lower()
-    total, pos = 0.0, 0
-    for m in _DURATION_RE.finditer(text):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
-        pos = m.end()
-    if pos != len(text) or not text or total <= 0:
-        raise ValueError(f"not a duration: {text!r} (e.g. 90s, 30m, 1h)")
-    return total
-
 
 def outcome(s: HostState, since: float, until: str, unit_after: float = 0.0, now: float | None = None) -> int | None:
     """The exit status ``s`` decides, or None to keep waiting.
@@ -233,7 +213,8 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
     try:
         # Read the journal's backlog first (bounded): the lines shown from then on are live ones,
         # and with --restart every line of the new start comes after it.
-        backlog_end = time.monotonic() + min(timeout_s, BACKLOG_WAIT_S)
+        # (timeout 0, "look once": the look is the first full answer, so the backlog gets its bound)
+        backlog_end = time.monotonic() + (min(timeout_s, BACKLOG_WAIT_S) if timeout_s > 0 else BACKLOG_WAIT_S)
         while not answered(w) and time.monotonic() < backlog_end and not cannot_see_lasting(w.state()):
             changed.clear()
             try:
