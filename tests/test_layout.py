@@ -153,3 +153,17 @@ async def test_a_verdict_that_grows_reflows_the_grid_and_its_row():
         grid.update_host(dataclasses.replace(a, verdict=Verdict("error", "Short.")))
         await pilot.pause()
         assert card_a.region.height == card_b.region.height < 12  # and gives the rows back
+
+
+async def test_the_detail_card_stays_compact_while_its_state_changes():
+    """The card restyles itself on every change of state (loading -> ready): its owner's
+    ``-compact`` must survive that (it did not: the live demo showed the GPU strip at 80x24)."""
+    clock = ManualClock(T0)
+    app = make_demo_app(clock=clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await advance_demo(app, clock, pilot, 60, host="gpu-node-1")
+        card = app.screen.query_one(HostCard)
+        assert card.has_class("-compact", "-loading")
+        await advance_demo(app, clock, pilot, 300)
+        assert card.has_class("-compact", "-ready") and not card.has_class("-loading")
+        assert not card.query_one("#hc-gpus").display and not card.query_one("#hc-log").display

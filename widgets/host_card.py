@@ -55,6 +55,8 @@ STATE_CLASSES = {"waiting": "-waiting", "loading": "-loading", "ready": "-ready"
 _STATE_WORDS = {"waiting": "WAITING", "loading": "LOADING", "ready": "READY", "failed": "FAILED",
                 "stopped": "STOPPED"}
 _LEVEL_CLASSES = ("-ok", "-info", "-warning", "-error")
+#: The card's classes that its state sets and clears.
+_STATE_DECIDES = {*STATE_CLASSES.values(), "-warning", "-stale"}
 #: Component class (and bold) of each start state's word and of each readiness rung.
 _STATE_LOOK = {"waiting": "muted", "loading": "busy", "ready": "ok", "failed": "error", "stopped": "warn",
                "stalled": "warn", "restart loop": "error", "unreachable": "error"}
@@ -241,7 +243,8 @@ class HostCard(Widget, can_focus=True):
                                     if s.stale_since is not None and s.updated is not None else None)
         warning = (s.verdict is not None and s.verdict.level == "warning") or (
             s.restart_loop and s.state != "failed")
-        want = {STATE_CLASSES.get(s.state, "-waiting")}
+        # The classes the state decides; others (``-compact``, set by the owner) are kept.
+        want = {STATE_CLASSES.get(s.state, "-waiting")} | (set(self.classes) - _STATE_DECIDES)
         if warning:
             want.add("-warning")
         if s.stale_since is not None:
