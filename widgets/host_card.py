@@ -66,8 +66,9 @@ _BOLD = Style(bold=True)
 
 
 class _Line(Widget):
-    """A line of the card, rendered on demand from the card's state (so a theme change repaints it
-    with the new theme's colours). One row cut with "…", or (``wraps``) as many rows as its text
+    """A line of the card, its text made from the card's state on each :meth:`redraw` (the card
+    redraws a line when what it shows changed, and every line after a theme change, so the new
+    theme's colours are taken). One row cut with "…", or (``wraps``) as many rows as its text
     needs at the card's width (the card's CSS gives such a line ``height: auto``)."""
 
     DEFAULT_CSS = """
@@ -77,26 +78,36 @@ class _Line(Widget):
     def __init__(self, make: Callable[[], Text], *, wraps: bool = False, id: str | None = None) -> None:
         super().__init__(id=id)
         self._make = make
+        self._text: Text | None = None
         self.wraps = wraps
 
     def render(self) -> Text:
-        return self._make()
+        if self._text is None:
+            self._text = self._make()
+        return self._text
 
     def redraw(self) -> None:
-        """Repaint; a wrapping line whose text now needs another number of rows asks for a new
-        layout (only then: a ticking clock that keeps its rows costs a repaint, not a reflow)."""
+        """Make the text anew and repaint; a wrapping line whose text now needs another number of
+        rows asks for a new layout (only then: a ticking clock that keeps its rows costs a repaint,
+        not a reflow). A text no wider than the line is one row, known without measuring it. A
+        one-row line makes its text when it is painted (not at all while scrolled out of view)."""
+        self.refresh()  # also drops the cached height, so a measure below sees the new text
         if not self.wraps or not self.display:
-            self.refresh()
+            self._text = None
             return
-        self.refresh()  # drops the cached height, so the next line measures the new text
+        self._text = self._make()
         width = self.content_size.width
-        if width <= 0 or self.get_content_height(self.size, self.app.size, width) != self.size.height:
+        if width <= 0:
+            self.refresh(layout=True)
+            return
+        rows = 1 if self._text.cell_len <= width else self.get_content_height(self.size, self.app.size, width)
+        if rows != self.size.height:
             self.refresh(layout=True)
 
     @property
     def text(self) -> Text:
         """What the line shows now (plain text is ``.text.plain``)."""
-        return self._make()
+        return self.render()
 
 
 #: Children a composed card has (header, phases, times, GPUs, log, verdict); fewer while it is
@@ -263,7 +274,7 @@ class HostCard(Widget, can_focus=True):
         if first or _times_key(s) != _times_key(old):
             lines["hc-times"].redraw()
         if first or (s.last_line, s.error, s.state) != (old.last_line, old.error, old.state):
-            lines["hc-log"].refresh()
+            lines["hc-log"].redraw()
         if first or (s.verdict, s.hint, s.state) != (old.verdict, old.hint, old.state):
             verdict = lines["hc-verdict"]
             level = f"-{s.verdict.level}" if s.verdict is not None else ""
