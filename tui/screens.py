@@ -82,7 +82,7 @@ def summary(states) -> str:
 
 
 class OverviewScreen(Screen[None]):
-    """A grid of host cards (2 columns from 160 columns wide, 1 below; scrolls)."""
+    """A grid of host cards that fills the screen (columns of cards at least 60 wide; scrolls when the rows do not fit)."""
 
     # Arrow keys move between cards in the grid's own layout (CardGrid's bindings).
     BINDINGS = [
