@@ -1,4 +1,5 @@
-"""SVG snapshots of the dashboard on the demo at 160x48, with a ManualClock so they are stable.
+"""SVG snapshots of the dashboard on the demo (160x48, and 120x40, 100x30, 80x24 for the layout),
+with a ManualClock so they are stable.
 
 Update after a deliberate change of the look: ``pytest tests/test_snapshots.py --snapshot-update``,
 then look at the report and commit ``tests/__snapshots__``.
@@ -47,3 +48,16 @@ def test_detail_restart_loop_jumped_to_error(snap_compare):
 def test_overview_small_terminal(snap_compare):
     app, before = _at(400)
     assert snap_compare(app, terminal_size=(100, 30), run_before=before)
+
+
+def test_overview_120x40_two_columns(snap_compare):
+    """All four cards on the screen, two columns of 60 (issue 13: it was one column, the fourth
+    card off screen)."""
+    app, before = _at(400)
+    assert snap_compare(app, terminal_size=(120, 40), run_before=before)
+
+
+def test_detail_80x24_compact_card_verdict_whole(snap_compare):
+    """The compact card with the whole verdict and hint above a log pane of the full width."""
+    app, before = _at(400, host="gpu-node-2")
+    assert snap_compare(app, terminal_size=(80, 24), run_before=before)

@@ -82,7 +82,7 @@ def summary(states) -> str:
 
 
 class OverviewScreen(Screen[None]):
-    """A grid of host cards (2 columns from 160 columns wide, 1 below; scrolls)."""
+    """A grid of host cards that fills the screen (columns of cards at least 60 wide; scrolls when the rows do not fit)."""
 
     # Arrow keys move between cards in the grid's own layout (CardGrid's bindings).
     BINDINGS = [
@@ -233,12 +233,16 @@ class DetailScreen(Screen[None]):
             self.log_pane.append(new)
 
     def on_resize(self, event) -> None:
-        """Below 30 rows the log needs the card's 11 rows more than the card (the header still
-        names the host, and the timeline and unit panels stay)."""
+        """The verdict first, then the log: below 30 rows the card is compact (its first line,
+        phases, times and the whole verdict; no GPU strip or last line, the panes below have
+        them), below 20 rows it goes (the header still names the host). Below 100 columns the
+        side panels go, so the log pane has the whole width (beside them it would be under 60)."""
         if self._ready:
             size = self.app.size  # the terminal's: known at mount, before this screen's layout
-            self.query_one(HostCard).display = size.height >= 30
-            self.query_one("#side").display = size.width >= 80
+            card = self.query_one(HostCard)
+            card.display = size.height >= 20
+            card.set_class(size.height < 30, "-compact")
+            self.query_one("#side").display = size.width >= 100
 
     def set_now(self, now: float) -> None:
         if not self._ready or not self.query(HostCard):

@@ -4,8 +4,8 @@
   cleaning is :mod:`probes.hosttext`'s; this keeps colours as styles).
 * :mod:`widgets.phase_bar`: ``PhaseBar`` (the seven phases in one line), ``progress_label``.
 * :mod:`widgets.gpu_strip`: ``GpuStrip`` (memory bar and utilisation per GPU, two lines).
-* :mod:`widgets.host_card`: ``HostCard`` (one host, 11 rows), ``HostCard.Selected``.
-* :mod:`widgets.overview`: ``CardGrid`` (the cards, two columns from 160 cells).
+* :mod:`widgets.host_card`: ``HostCard`` (one host, as tall as what it says), ``HostCard.Selected``.
+* :mod:`widgets.overview`: ``CardGrid`` (the cards, filling the screen: two columns from 120 cells).
 * :mod:`widgets.log_pane`: ``LogPane`` (capped, filterable, searchable journal lines).
 * :mod:`widgets.detail`: ``PhaseTimeline``, ``GpuHistory``, ``UnitPanel``.
 * :mod:`widgets.fmt`: clock times (UTC), durations, sizes, phase and rung words.

@@ -271,8 +271,9 @@ class UnitPanel(_StateView):
         import textwrap
 
         style = self._style(self._LEVEL.get(v.level, "detail--muted"))
-        lines = [Text(ln, style=style, end="") for ln in textwrap.wrap(plain(v.sentence, max_chars=600),
-                                                                         max(20, width)) or [""]]
+        words = textwrap.wrap(plain(v.sentence, max_chars=600), max(20, width),
+                              break_on_hyphens=False)  # "reset-failed", "--max-model-len" stay whole
+        lines = [Text(ln, style=style, end="") for ln in words or [""]]
         for ev in v.evidence[:6]:
             lines.append(Text("  · " + plain(ev, max_chars=300), style=self._style("detail--muted"), end=""))
         if len(v.evidence) > 6:

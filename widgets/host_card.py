@@ -1,4 +1,6 @@
-"""The host card: one host at a glance, 11 rows with its border, from a frozen :class:`HostState`.
+"""The host card: one host at a glance, from a frozen :class:`HostState`; as tall as what it says
+(9 rows with its border for a card with a one-line verdict), stretched by the grid to fill
+the screen.
 
 ::
 
@@ -11,6 +13,11 @@
     │ › Capture cuda graph begin. This can take up to several minutes.               │
     │ Init has taken 4m, longer than usual.                                          │
     ╰────────────────────────────────────────────────────────────────────────────────╯
+
+The verdict and hint are never cut: their line wraps to as many rows as they need (so do the
+first line and the progress line); only the log line is cut with "…" (the detail screen has the whole log). The class
+``-compact`` (the detail screen of a short terminal) hides the GPU strip and the log line, so the
+verdict keeps its room.
 
 ``state`` is a reactive holding the frozen snapshot: assigning an equal snapshot does nothing, a
 different one repaints. ``now`` is a reactive set by the app from one shared 1 Hz timer; the
@@ -48,6 +55,8 @@ STATE_CLASSES = {"waiting": "-waiting", "loading": "-loading", "ready": "-ready"
 _STATE_WORDS = {"waiting": "WAITING", "loading": "LOADING", "ready": "READY", "failed": "FAILED",
                 "stopped": "STOPPED"}
 _LEVEL_CLASSES = ("-ok", "-info", "-warning", "-error")
+#: The card's classes that its state sets and clears.
+_STATE_DECIDES = {*STATE_CLASSES.values(), "-warning", "-stale"}
 #: Component class (and bold) of each start state's word and of each readiness rung.
 _STATE_LOOK = {"waiting": "muted", "loading": "busy", "ready": "ok", "failed": "error", "stopped": "warn",
                "stalled": "warn", "restart loop": "error", "unreachable": "error", "cannot see": "warn",
@@ -58,24 +67,48 @@ _BOLD = Style(bold=True)
 
 
 class _Line(Widget):
-    """A line of the card, rendered on demand from the card's state (so a theme change repaints it
-    with the new theme's colours)."""
+    """A line of the card, its text made from the card's state on each :meth:`redraw` (the card
+    redraws a line when what it shows changed, and every line after a theme change, so the new
+    theme's colours are taken). One row cut with "…", or (``wraps``) as many rows as its text
+    needs at the card's width (the card's CSS gives such a line ``height: auto``)."""
 
     DEFAULT_CSS = """
     _Line { height: 1; width: 1fr; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
-    def __init__(self, make: Callable[[], Text], *, id: str | None = None) -> None:
+    def __init__(self, make: Callable[[], Text], *, wraps: bool = False, id: str | None = None) -> None:
         super().__init__(id=id)
         self._make = make
+        self._text: Text | None = None
+        self.wraps = wraps
 
     def render(self) -> Text:
-        return self._make()
+        if self._text is None:
+            self._text = self._make()
+        return self._text
+
+    def redraw(self) -> None:
+        """Make the text anew and repaint; a wrapping line whose text now needs another number of
+        rows asks for a new layout (only then: a ticking clock that keeps its rows costs a repaint,
+        not a reflow). A text no wider than the line is one row, known without measuring it. A
+        one-row line makes its text when it is painted (not at all while scrolled out of view)."""
+        self.refresh()  # also drops the cached height, so a measure below sees the new text
+        if not self.wraps or not self.display:
+            self._text = None
+            return
+        self._text = self._make()
+        width = self.content_size.width
+        if width <= 0:
+            self.refresh(layout=True)
+            return
+        rows = 1 if self._text.cell_len <= width else self.get_content_height(self.size, self.app.size, width)
+        if rows != self.size.height:
+            self.refresh(layout=True)
 
     @property
     def text(self) -> Text:
         """What the line shows now (plain text is ``.text.plain``)."""
-        return self._make()
+        return self.render()
 
 
 #: Children a composed card has (header, phases, times, GPUs, log, verdict); fewer while it is
@@ -101,7 +134,8 @@ class HostCard(Widget, can_focus=True):
 
     CSS classes on the card: one of ``-waiting``, ``-loading``, ``-ready``, ``-failed``,
     ``-stopped`` (the start's state); ``-warning`` (a warning verdict or a restart loop);
-    ``-stale`` (the host stopped answering). Messages: :class:`HostCard.Selected` on Enter or a
+    ``-stale`` (the host stopped answering, or never answered); ``-compact`` (set by the owner:
+    no GPU strip and no log line). Messages: :class:`HostCard.Selected` on Enter or a
     click.
     """
 
@@ -114,7 +148,7 @@ class HostCard(Widget, can_focus=True):
 
     DEFAULT_CSS = """
     HostCard {
-        height: 11;
+        height: auto;
         width: 1fr;
         padding: 0 1;
         border: round $foreground-disabled;
@@ -140,7 +174,8 @@ class HostCard(Widget, can_focus=True):
         &.-failed:focus { border: heavy $error; }
         &.-stale:focus { border: heavy $foreground-muted; }
         & > #hc-log { color: $foreground-muted; }
-        & > #hc-verdict { height: auto; max-height: 3; text-wrap: wrap; }
+        & > #hc-header, & > #hc-times, & > #hc-verdict { height: auto; text-wrap: wrap; }
+        &.-compact > #hc-gpus, &.-compact > #hc-log { display: none; }
         & > #hc-verdict.-info { color: $text-accent; }
         & > #hc-verdict.-warning { color: $text-warning; }
         & > #hc-verdict.-error { color: $text-error; text-style: bold; }
@@ -177,19 +212,18 @@ class HostCard(Widget, can_focus=True):
                  id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self._shown: HostState | None = None
-        self._verdict_rows = -1
         self.set_reactive(HostCard.state, state)
         self.set_reactive(HostCard.now, now)
 
     # --- composition and updates ---------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        yield _Line(lambda: self.header_text(self.state, self.now), id="hc-header")
+        yield _Line(lambda: self.header_text(self.state, self.now), wraps=True, id="hc-header")
         yield PhaseBar(id="hc-phases")
-        yield _Line(lambda: self.times_text(self.state, self.now), id="hc-times")
+        yield _Line(lambda: self.times_text(self.state, self.now), wraps=True, id="hc-times")
         yield GpuStrip(id="hc-gpus")
         yield _Line(lambda: self.log_text(self.state), id="hc-log")
-        yield _Line(lambda: self.verdict_text(self.state), id="hc-verdict")
+        yield _Line(lambda: self.verdict_text(self.state), wraps=True, id="hc-verdict")
 
     def on_mount(self) -> None:
         self._apply(self.state)
@@ -202,9 +236,9 @@ class HostCard(Widget, can_focus=True):
     def watch_now(self, now: float) -> None:
         if self.is_mounted and len(self.children) == _LINES:
             lines = {ln.id: ln for ln in self.query_children(_Line)}
-            lines["hc-times"].refresh()
+            lines["hc-times"].redraw()
             if self.state.stale_since is not None:
-                lines["hc-header"].refresh()
+                lines["hc-header"].redraw()
 
     def _apply(self, s: HostState) -> None:
         """Show ``s``: only what changed since the last state is restyled or redrawn (under a log
@@ -215,11 +249,14 @@ class HostCard(Widget, can_focus=True):
         if first or s.host != old.host:
             self.border_title = Content(plain(s.host, max_chars=120) or "?")
         if first or (s.stale_since, s.reconnect_attempt, s.updated) != (old.stale_since, old.reconnect_attempt, old.updated):
+            # A host never reached has no last known state to call stale: its first word says
+            # UNREACHABLE and its verdict how the connecting goes; the border would only repeat it.
             self.border_subtitle = (Content(f"STALE · {reconnect_words(s)}")
-                                    if s.stale_since is not None else None)
+                                    if s.stale_since is not None and s.updated is not None else None)
         warning = (s.verdict is not None and s.verdict.level == "warning") or (
             s.restart_loop and s.state != "failed")
-        want = {STATE_CLASSES.get(s.state, "-waiting")}
+        # The classes the state decides; others (``-compact``, set by the owner) are kept.
+        want = {STATE_CLASSES.get(s.state, "-waiting")} | (set(self.classes) - _STATE_DECIDES)
         if warning:
             want.add("-warning")
         if s.stale_since is not None:
@@ -234,32 +271,25 @@ class HostCard(Widget, can_focus=True):
             self.query_one(GpuStrip).update_state(s)
         lines = {ln.id: ln for ln in self.query_children(_Line)}
         if first or _header_key(s) != _header_key(old):
-            lines["hc-header"].refresh()
+            lines["hc-header"].redraw()
         if first or _times_key(s) != _times_key(old):
-            lines["hc-times"].refresh()
+            lines["hc-times"].redraw()
         if first or (s.last_line, s.error, s.state) != (old.last_line, old.error, old.state):
-            lines["hc-log"].refresh()
+            lines["hc-log"].redraw()
         if first or (s.verdict, s.hint, s.state) != (old.verdict, old.hint, old.state):
             verdict = lines["hc-verdict"]
-            level = {f"-{s.verdict.level}"} if s.verdict is not None and f"-{s.verdict.level}" in _LEVEL_CLASSES else set()
-            if level != set(verdict.classes):
-                verdict.set_classes(level)
-            shown = bool(s.verdict is not None or (s.state == "failed" and s.hint))
-            width = max(1, verdict.content_size.width or self.content_size.width or 76)
-            rows = min(3, -(-len(self.verdict_text(s).plain) // width)) if shown else 0
-            if shown != verdict.display or rows != self._verdict_rows:
-                # Its height follows the sentence (1 to 3 lines): only then is a new layout needed
-                # (a stall verdict's "for 3m34s" changes every second, its height does not).
-                verdict.display = shown
-                self._verdict_rows = rows
-                verdict.refresh(layout=True)
-            else:
-                verdict.refresh()
+            level = f"-{s.verdict.level}" if s.verdict is not None else ""
+            for name in _LEVEL_CLASSES:
+                verdict.set_class(name == level, name)
+            # Shown whole, however many rows it needs: a display change reflows the card, and so
+            # does a sentence that needs another number of rows ("for 3m34s" ticking does not).
+            verdict.display = bool(s.verdict is not None or (s.state == "failed" and s.hint))
+            verdict.redraw()
 
     def refresh_lines(self) -> None:
         """Redraw every line (after a theme change: colours are taken when a line is drawn)."""
         for line in self.query_children(_Line):
-            line.refresh()
+            line.redraw()
 
     # --- the lines, as Text (public so a test or a headless view can read them) --------------------
 
@@ -267,10 +297,12 @@ class HostCard(Widget, can_focus=True):
         return self.get_component_rich_style(f"host-card--{name}", partial=True)
 
     def header_text(self, s: HostState, now: float = 0.0) -> Text:
-        """Line 1: [STALE age] state, unit · engine · readiness · restarts."""
+        """Line 1: [STALE age] state, unit · engine · readiness · restarts (no STALE for a host
+        never reached: there is no old state, and its first word is UNREACHABLE); wraps on a
+        narrow card."""
         sep = Text(" · ", style=self._style("muted"), end="")
-        t = Text(no_wrap=True, overflow="ellipsis", end="")
-        if s.stale_since is not None:
+        t = Text(end="")
+        if s.stale_since is not None and s.updated is not None:
             # The border's subtitle says "STALE since HH:MM:SS"; here, how long, in few cells.
             t.append(f"STALE {duration(now - s.stale_since)}" if now else "STALE", self._style("stale"))
             t.append(" ")
@@ -296,8 +328,8 @@ class HostCard(Widget, can_focus=True):
 
     def times_text(self, s: HostState, now: float = 0.0) -> Text:
         """Line 3: progress (a download's bytes, rate and ETA while there is one) and how long
-        things took, from ``now``."""
-        t = Text(no_wrap=True, overflow="ellipsis", end="")
+        things took, from ``now`` (wraps on a narrow card rather than cut its end)."""
+        t = Text(end="")
         parts: list[str] = []
         label = PHASE_LABELS.get(s.phase, plain(s.phase, max_chars=20))
         if s.state == "loading":
@@ -351,15 +383,17 @@ class HostCard(Widget, can_focus=True):
         elif s.last_line:
             t = Text("› ", end="")
             t.append_text(host_text(s.last_line, max_chars=400))
-        else:
+        elif s.state in ("loading", "ready", "failed", "stopped"):
             t = Text("› no log line yet", end="")
+        else:
+            t = Text("", end="")  # line 3 already says "no log line yet"
         t.no_wrap = True
         t.overflow = "ellipsis"
         return t
 
     def verdict_text(self, s: HostState) -> Text:
-        """Lines 7-9: the verdict sentence, and a failed start's hint when the verdict does not
-        already hold it (wraps; the card shows three lines at most)."""
+        """Lines 7 on: the verdict sentence, and a failed start's hint when the verdict does not
+        already hold it, whole (the card wraps it to as many rows as it needs)."""
         t = Text(end="")
         if s.verdict is not None:
             t.append_text(host_text(s.verdict.sentence, max_chars=600))
@@ -370,27 +404,7 @@ class HostCard(Widget, can_focus=True):
                     t.append(" ")
                 t.append(f"Hint: {hint}", self._style("muted"))
         t.no_wrap = False
-        t.overflow = "ellipsis"
-        return self._fit(t, 3)
-
-    def _fit(self, t: Text, rows: int) -> Text:
-        """``t`` cut to ``rows`` wrapped lines, ending in "…" when it was longer (the detail
-        screen has the whole text)."""
-        width = self.content_size.width
-        if width <= 0 or len(t.plain) <= width:
-            return t
-        lines = t.wrap(self.app.console, width)
-        if len(lines) <= rows:
-            return t
-        kept = sum(len(line.plain) for line in lines[:rows]) + (rows - 1)
-        # Leave room: the screen wraps at word boundaries a little differently from Rich.
-        cut = max(0, min(kept, len(t.plain)) - 2 - width // 5)
-        space = t.plain.rfind(" ", 0, cut)
-        out = t[: space if space > cut // 2 else cut]
-        out.rstrip()
-        out.append(" …")
-        out.no_wrap = False
-        return out
+        return t
 
     # --- input ---------------------------------------------------------------------------------
 

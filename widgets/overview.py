@@ -1,4 +1,5 @@
-"""The overview: every host's card in a scrolling grid, two columns on a wide screen, one below."""
+"""The overview: every host's card in a grid that fills the screen (as many columns as fit cards
+at least 60 cells wide), and scrolls when the cards need more rows than the screen has."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from typing import ClassVar
 
 from textual.binding import Binding
 from textual.containers import ScrollableContainer
-from textual.events import Resize
+from textual.layout import Layout
+from textual.layouts.grid import GridLayout
 
 from probes.state import HostState
 from widgets.host_card import HostCard
@@ -15,15 +17,18 @@ __all__ = ["CardGrid"]
 
 
 class CardGrid(ScrollableContainer, can_focus=False):
-    """Host cards in a grid that scrolls vertically.
+    """Host cards in a grid that fills the screen and scrolls vertically when it must.
 
-    Two columns when the grid is at least ``two_columns_at`` cells wide (160: two 80-cell cards),
-    one column below; the class ``-one-column`` is set in the narrow case (decided on every
-    resize, so CSS alone lays it out). Cards keep the order in which their hosts first arrived.
-    Arrow keys move the focus between cards.
+    Columns: as many as fit cards at least ``min_card_width`` cells wide, and no more than there
+    are cards (60: two columns from 120 cells, three from 180); the class ``-one-column`` is set
+    when there is one. Rows: each as tall as its tallest card needs (a card never cuts its
+    verdict); when all rows fit the screen, the free rows are shared out so the grid fills it
+    (equal rows where they can be), else the grid scrolls. Decided before every layout, so a
+    resize, a new card or a verdict that needs another row all lay it out again. Cards keep the
+    order in which their hosts first arrived. Arrow keys move the focus between cards.
 
     Args:
-        two_columns_at: the narrowest width, in cells, that gets two columns.
+        min_card_width: the narrowest a card may be laid out, in cells (border included).
     """
 
     BINDINGS: ClassVar = [
@@ -36,32 +41,27 @@ class CardGrid(ScrollableContainer, can_focus=False):
     DEFAULT_CSS = """
     CardGrid {
         layout: grid;
-        grid-size: 2;
-        grid-columns: 1fr 1fr;
-        grid-rows: 11;
+        grid-size: 1;
+        grid-rows: auto;
         grid-gutter: 0;
         height: 1fr;
         width: 1fr;
         overflow-x: hidden;
         overflow-y: auto;
-        &.-one-column {
-            grid-size: 1;
-            grid-columns: 1fr;
-        }
     }
     """
 
-    def __init__(self, *, two_columns_at: int = 160, name: str | None = None, id: str | None = None,
+    def __init__(self, *, min_card_width: int = 60, name: str | None = None, id: str | None = None,
                  classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
-        self.two_columns_at = two_columns_at
+        self.min_card_width = min_card_width
         self._cards: dict[str, HostCard] = {}
         self._now = 0.0
 
     @property
     def columns(self) -> int:
         """How many columns the grid lays out now."""
-        return 1 if self.has_class("-one-column") else 2
+        return max(1, self.styles.grid_size_columns)
 
     @property
     def cards(self) -> dict[str, HostCard]:
@@ -83,6 +83,7 @@ class CardGrid(ScrollableContainer, can_focus=False):
             card = HostCard(state, self._now)
             self._cards[state.host] = card
             self.mount(card)
+            self.refresh(layout=True)  # the columns may change with the number of cards
         else:
             card.state = state
         return card
@@ -99,14 +100,45 @@ class CardGrid(ScrollableContainer, can_focus=False):
         for card in self._cards.values():
             card.now = now
 
-    def _layout_columns(self, width: int) -> None:
-        self.set_class(width < self.two_columns_at, "-one-column")
+    def columns_for(self, width: int) -> int:
+        """How many columns ``width`` cells hold: cards at least ``min_card_width`` wide, at
+        most one column per card, at least one."""
+        return max(1, min(len(self._cards) or 1, width // max(1, self.min_card_width)))
 
-    def on_mount(self) -> None:
-        self._layout_columns(self.outer_size.width or self.app.size.width)
+    def pre_layout(self, layout: Layout) -> None:
+        """Before each layout: the columns for the width, and the rows (see the class docstring)."""
+        if not isinstance(layout, GridLayout):
+            return
+        layout.stretch_height = True  # a card fills its row, so cards side by side line up
+        width, height = self.outer_size
+        if width <= 0:
+            return
+        columns = self.columns_for(width)
+        self.styles.grid_size_columns = columns
+        self.set_class(columns == 1, "-one-column")
+        self.styles.grid_rows = self._rows(columns, width, height)
 
-    def on_resize(self, event: Resize) -> None:
-        self._layout_columns(self.outer_size.width)
+    def _rows(self, columns: int, width: int, height: int) -> str:
+        """``grid-rows`` for ``columns``: the rows' heights when all fit ``height``, else "auto"."""
+        cards = [c for c in self._cards.values() if c.display]
+        if not cards or height <= 0:
+            return "auto"
+        viewport = self.app.size
+        col_w = width // columns  # the grid shares the width out, the first columns taking the rest
+        needs = []
+        for i in range(0, len(cards), columns):
+            row = 0
+            for card in cards[i:i + columns]:
+                gw, gh = card.styles.gutter.totals
+                row = max(row, card.get_content_height(self.outer_size, viewport, col_w - gw) + gh)
+            needs.append(row)
+        if sum(needs) > height:
+            return "auto"  # more than the screen holds: each row as tall as it needs, and scroll
+        even, rest = divmod(height, len(needs))
+        if max(needs) <= even:
+            return " ".join(str(even + (1 if k < rest else 0)) for k in range(len(needs)))
+        free, rest = divmod(height - sum(needs), len(needs))
+        return " ".join(str(n + free + (1 if k < rest else 0)) for k, n in enumerate(needs))
 
     def action_move(self, rows: int, cols: int) -> None:
         """Focus the card ``rows`` rows and ``cols`` columns away from the focused one."""
