@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 
 from probes.download import DownloadSample, progress_from, wanted
 from probes.journal import Record
+from probes.logline import MAX_LINE_CHARS
 from probes.reader import Reading, StartupReader
 from probes.state import (CONNECTION_KINDS, KNOWN_PROBES, GpuApps, GpuOrphans, GpuReading, Health, HostState, Knowledge, LogEntry,
                           PhaseSpan, ProbeFailure, ProbeOk, Typical, UnitState, Verdict)
@@ -21,6 +22,10 @@ from probes.verdict import verdict_for
 
 #: How many log entries a host keeps for the log pane (oldest dropped first).
 LOG_KEEP = 5000
+#: The most characters of one entry kept for the log pane (the same cut as the reader's lines,
+#: :data:`probes.logline.MAX_LINE_CHARS`), and of all kept entries together.
+ENTRY_CHARS = MAX_LINE_CHARS
+LOG_CHARS = 16 * 1024 * 1024
 #: GPU samples kept per GPU for the detail screen's sparklines.
 GPU_HISTORY = 120
 #: Looks at the download folder kept (an hour at one every 5 s).
@@ -71,6 +76,7 @@ class HostModel:
         self.unit = unit
         self.reader = StartupReader(engine)
         self.log: deque[LogEntry] = deque(maxlen=log_keep)
+        self._log_chars = 0  # characters of text in ``log``
         self.seq = 0
         self.version = 0
         self._unit: UnitState | None = None
@@ -204,16 +210,31 @@ class HostModel:
         self.seq += 1
         text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
         self.reader.note_bad_line(self.seq)
-        self.log.append(LogEntry(self.seq, time, f"[unreadable journal record] {text[:500]}"))
+        self._keep(LogEntry(self.seq, time, f"[unreadable journal record] {text[:500]}"))
 
     def _seen(self, t: float) -> None:
         if self._newest is None or t > self._newest:
             self._newest = t
 
+    def _keep(self, entry: LogEntry) -> None:
+        """Keep an entry for the log pane, within :data:`LOG_KEEP` entries and :data:`LOG_CHARS`
+        characters in all (the oldest go first): what a host sends never fills the operator's memory."""
+        log = self.log
+        if len(log) == log.maxlen:
+            self._log_chars -= len(log[0].text)  # the one append drops
+        log.append(entry)
+        self._log_chars += len(entry.text)
+        while self._log_chars > LOG_CHARS and len(log) > 1:
+            self._log_chars -= len(log.popleft().text)
+
     def _record(self, rec: Record) -> None:
         self.seq += 1
         t = rec.realtime_us / 1e6 if rec.realtime_us is not None else None
-        self.log.append(LogEntry(self.seq, t, rec.text, rec.systemd, rec.cursor))
+        text = rec.text
+        if len(text) > ENTRY_CHARS:
+            # The reader reads the message whole (up to the runner's cap); the pane shows this much.
+            text = f"{text[:ENTRY_CHARS]} …[cut {len(text) - ENTRY_CHARS} chars]"
+        self._keep(LogEntry(self.seq, t, text, rec.systemd, rec.cursor))
         if t is not None:
             self._last_log_at = t
             self._seen(t)

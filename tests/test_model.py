@@ -380,3 +380,24 @@ def test_a_suspect_is_a_warning_live_and_the_failure_once_systemd_says_the_proce
     assert (gone.state, gone.phase, gone.cause) == ("failed", "init", "cuda_oom")
     assert gone.suspect is None and gone.error is not None and "No available memory" in gone.error.text
     assert gone.verdict is not None and gone.verdict.kind == "failed"
+
+
+def test_the_log_pane_keeps_a_bounded_amount_of_what_a_host_sends() -> None:
+    """Records now arrive whole up to 16 MiB (probes/runner.py): the pane keeps each entry's first
+    ENTRY_CHARS characters with a visible cut mark, and LOG_CHARS characters in all, oldest dropped
+    first; the reader still reads every line."""
+    from probes.journal import Record
+    from probes.model import ENTRY_CHARS, LOG_CHARS
+
+    m = HostModel("h", "sglang.service")
+    big = "x" * (3 * ENTRY_CHARS)
+    n = 2 * LOG_CHARS // ENTRY_CHARS
+    for i in range(n):
+        m.apply(Record((f"line {i} {big}",), f"c{i}", 1_700_000_000_000_000 + i, "1", "python3",
+                       "sglang.service", None, False))
+    kept = list(m.log)
+    assert all(len(e.text) <= ENTRY_CHARS + 40 for e in kept)
+    assert kept[-1].text.endswith(f" …[cut {len(big) + len(f'line {n - 1} ') - ENTRY_CHARS} chars]")
+    assert sum(len(e.text) for e in kept) <= LOG_CHARS
+    assert len(kept) < n and kept[-1].seq == n and kept[-1].cursor == f"c{n - 1}"  # the newest kept, the oldest gone
+    assert m.reader.lines == n
