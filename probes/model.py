@@ -14,7 +14,6 @@ from datetime import datetime, timezone
 
 from probes.download import DownloadSample, progress_from, wanted
 from probes.journal import Record
-from probes.logline import MAX_LINE_CHARS
 from probes.reader import Reading, StartupReader
 from probes.state import (CONNECTION_KINDS, KNOWN_PROBES, GpuApps, GpuOrphans, GpuReading, Health, HostState, Knowledge, LogEntry,
                           PhaseSpan, ProbeFailure, ProbeOk, Typical, UnitState, Verdict)
@@ -22,10 +21,12 @@ from probes.verdict import verdict_for
 
 #: How many log entries a host keeps for the log pane (oldest dropped first).
 LOG_KEEP = 5000
-#: The most characters of one entry kept for the log pane (the same cut as the reader's lines,
-#: :data:`probes.logline.MAX_LINE_CHARS`), and of all kept entries together.
-ENTRY_CHARS = MAX_LINE_CHARS
-LOG_CHARS = 16 * 1024 * 1024
+#: The most characters of one entry kept for the log pane (a longer one keeps its head and its
+#: last :data:`ENTRY_TAIL` characters around a visible cut mark), and of all kept entries together:
+#: a host can make upwatch hold at most this much of its text (a str takes 1 to 4 bytes a character).
+ENTRY_CHARS = 4 * 1024 * 1024
+ENTRY_TAIL = 256
+LOG_CHARS = 32 * 1024 * 1024
 #: GPU samples kept per GPU for the detail screen's sparklines.
 GPU_HISTORY = 120
 #: Looks at the download folder kept (an hour at one every 5 s).
@@ -232,8 +233,9 @@ class HostModel:
         t = rec.realtime_us / 1e6 if rec.realtime_us is not None else None
         text = rec.text
         if len(text) > ENTRY_CHARS:
-            # The reader reads the message whole (up to the runner's cap); the pane shows this much.
-            text = f"{text[:ENTRY_CHARS]} …[cut {len(text) - ENTRY_CHARS} chars]"
+            # The reader reads the message whole (up to the runner's cap); the pane keeps this much.
+            head = ENTRY_CHARS - ENTRY_TAIL
+            text = f"{text[:head]} …[cut {len(text) - ENTRY_CHARS} chars]… {text[-ENTRY_TAIL:]}"
         self._keep(LogEntry(self.seq, t, text, rec.systemd, rec.cursor))
         if t is not None:
             self._last_log_at = t

@@ -383,21 +383,26 @@ def test_a_suspect_is_a_warning_live_and_the_failure_once_systemd_says_the_proce
 
 
 def test_the_log_pane_keeps_a_bounded_amount_of_what_a_host_sends() -> None:
-    """Records now arrive whole up to 16 MiB (probes/runner.py): the pane keeps each entry's first
-    ENTRY_CHARS characters with a visible cut mark, and LOG_CHARS characters in all, oldest dropped
-    first; the reader still reads every line."""
+    """Records arrive whole up to 16 MiB (probes/runner.py): the pane keeps ENTRY_CHARS characters
+    of an entry (its head and its tail around a visible cut mark) and LOG_CHARS in all, oldest
+    dropped first; the reader still reads every line."""
     from probes.journal import Record
-    from probes.model import ENTRY_CHARS, LOG_CHARS
+    from probes.model import ENTRY_CHARS, ENTRY_TAIL, LOG_CHARS
 
     m = HostModel("h", "sglang.service")
-    big = "x" * (3 * ENTRY_CHARS)
+    big = "x" * (2 * ENTRY_CHARS) + "the end"
     n = 2 * LOG_CHARS // ENTRY_CHARS
     for i in range(n):
         m.apply(Record((f"line {i} {big}",), f"c{i}", 1_700_000_000_000_000 + i, "1", "python3",
                        "sglang.service", None, False))
     kept = list(m.log)
     assert all(len(e.text) <= ENTRY_CHARS + 40 for e in kept)
-    assert kept[-1].text.endswith(f" …[cut {len(big) + len(f'line {n - 1} ') - ENTRY_CHARS} chars]")
+    cut = len(f"line {n - 1} {big}") - ENTRY_CHARS
+    assert kept[-1].text.startswith(f"line {n - 1} xxx") and f" …[cut {cut} chars]… " in kept[-1].text
+    assert kept[-1].text.endswith("the end") and len(kept[-1].text.rpartition("]… ")[2]) == ENTRY_TAIL
     assert sum(len(e.text) for e in kept) <= LOG_CHARS
     assert len(kept) < n and kept[-1].seq == n and kept[-1].cursor == f"c{n - 1}"  # the newest kept, the oldest gone
     assert m.reader.lines == n
+    small = HostModel("h", "sglang.service")  # an entry under the cap is kept whole
+    small.apply(Record(("y" * 3_000_000,), "c", None, "1", "python3", "sglang.service", None, False))
+    assert small.log[0].text == "y" * 3_000_000
