@@ -3,8 +3,14 @@
 Data flow: each :class:`~probes.watch.HostWatcher` marks its host dirty when its model changes
 (cheap, any rate). A real-time timer (``Config.repaint_hz``, at most 10 Hz, on the detail screen;
 ``Config.overview_hz``, 2 Hz, on the overview) takes one snapshot per dirty host and hands it to the screens, so state updates coalesce per host while log entries are
-never dropped (screens pull them by sequence number). A 1 Hz tick moves the shared "now" that the
-cards' clocks and the stall verdicts read.
+never dropped (screens pull them by sequence number).
+
+One clock for the screen: :attr:`UpwatchApp.now` moves only on the tick (once a clock second,
+at most 10 times a real second: the demo's sped-up clock ticks more often), and every snapshot is
+judged at it, so a card's times ("in Graph capture 1m12s", "since start"), its ETA and "slower than
+usual", and its verdict ("No log line for 1m10s") are all ``now`` minus the state's own stamps at
+the same ``now`` and cannot contradict each other. A tick judges every host at the new ``now`` and
+hands the screens the states and the ``now`` together.
 """
 
 from __future__ import annotations
@@ -51,6 +57,8 @@ class UpwatchApp(App[None]):
         self.config = config
         self.clock = clock or WallClock()
         self.title = config.title
+        #: The screen's one "now" (epoch seconds): every snapshot is judged at it (see the module doc).
+        self.now: float = self.clock.now()
         self.watchers: dict[str, HostWatcher] = {}
         self.history: History | None = History() if history == "default" else history  # type: ignore[assignment]
         for spec in config.hosts:
@@ -83,7 +91,14 @@ class UpwatchApp(App[None]):
             for w in self.watchers.values():
                 self.run_worker(w.run(), name=f"watch {w.name}", group="watchers", exit_on_error=False)
         self.set_interval(1.0 / min(10.0, max(0.5, self.config.repaint_hz)), self._timed_flush, name="repaint")
-        self.set_interval(1.0, self.tick, name="clock")
+        self.set_interval(self.tick_s, self.tick, name="clock")
+
+    @property
+    def tick_s(self) -> float:
+        """Real seconds between ticks: one clock second (the demo's clock runs ``speed`` times
+        faster), at most 10 ticks a second."""
+        speed = getattr(self.clock, "speed", 1.0)
+        return 1.0 / min(10.0, max(1.0, float(speed)))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """One handler for every worker error: a watcher that dies is reported, the app lives on."""
@@ -126,7 +141,7 @@ class UpwatchApp(App[None]):
         dirty, self._dirty = self._dirty, set()
         self.repaints += 1
         for name in sorted(dirty):
-            state = self.watchers[name].state()
+            state = self.watchers[name].state(self.now)
             if self._pushed.get(name) is state:
                 continue  # nothing new (the model caches its snapshot until it changes)
             self._pushed[name] = state
@@ -137,14 +152,16 @@ class UpwatchApp(App[None]):
             yield
 
     def tick(self) -> None:
-        """The shared 1 Hz clock: cards redraw their durations, verdicts are judged again."""
+        """The shared clock: :attr:`now` moves, every host is judged again at it, and the screens
+        get the new states, then the new ``now`` (cards redraw their durations)."""
         if self._exit:
             return  # timers fire until the app has gone; the screens are being torn down
-        now = self.clock.now()
+        self.now = now = self.clock.now()
+        self._dirty.update(self.watchers)
+        self.flush()
         for screen in self.screen_stack:
             if isinstance(screen, (OverviewScreen, DetailScreen)) and screen.is_mounted:
                 screen.set_now(now)
-        self._dirty.update(self.watchers)
 
     # --- actions ---------------------------------------------------------------------------------
 
