@@ -153,6 +153,7 @@ async def _run(pilot, clock, seconds: float, step: float = 1.0) -> None:
     for _ in range(int(seconds / step)):
         await clock.advance(step)
         pilot.app.tick()
+        pilot.app.flush()  # the tick's own flush is stepwise: have it all now
         await pilot.pause()
 
 
@@ -167,12 +168,28 @@ async def _key_and_confirm(pilot, key: str) -> None:
 
 
 def _notes(app) -> list[str]:
-    return [n.message for n in app._notifications]
+    """Every notification the app gave since the last clear (a toast expires after a few real
+    seconds; this list does not)."""
+    if not hasattr(app, "_said"):
+        app._said = []
+        notify = app.notify
+
+        def said(message, *args, **kw):
+            app._said.append(message)
+            return notify(message, *args, **kw)
+
+        app.notify = said
+    return app._said
+
+
+def _forget(app) -> None:
+    _notes(app).clear()
 
 
 async def test_every_action_key_works_in_the_demo() -> None:
     clock = ManualClock(T0)
     app = make_demo_app(clock=clock)
+    _notes(app)
     async with app.run_test(size=(160, 48)) as pilot:
         await _run(pilot, clock, 200, 5)
         assert _card(app, "gpu-node-1").state.state == "ready"
@@ -204,7 +221,7 @@ async def test_every_action_key_works_in_the_demo() -> None:
         s = _card(app, "gpu-node-1").state
         assert (s.state, s.unit_state.n_restarts) == ("loading", 1)
 
-        app.clear_notifications()
+        _forget(app)
         inv = s.unit_state.invocation_id
         await _key_and_confirm(pilot, "R")
         await _run(pilot, clock, 30)
@@ -223,6 +240,7 @@ async def test_every_action_key_works_in_the_demo() -> None:
 async def test_a_failed_safe_restart_closes_its_dialog_and_says_what_failed() -> None:
     clock = ManualClock(T0)
     app = make_demo_app(clock=clock)
+    _notes(app)
     async with app.run_test(size=(160, 48)) as pilot:
         await _run(pilot, clock, 200, 5)  # gpu-node-2 looped three times: systemd's start limit
         await pilot.press("right")
@@ -243,6 +261,7 @@ async def test_a_safe_restart_whose_stop_fails_closes_and_says_so() -> None:
     sc = _scenario("gpu-node-1")
     spec = HostSpec("gpu-node-1", "missing.service", sc.port, sc.engine)  # systemctl: not loaded
     app = make_app(Config(hosts=(spec,)), lambda s: ReplayRunner(sc, clock, start=T0), clock, audit=None, history=None)
+    _notes(app)
     async with app.run_test(size=(160, 48)) as pilot:
         await _run(pilot, clock, 5)
         await _key_and_confirm(pilot, "R")

@@ -53,7 +53,6 @@ async def test_a_card_and_its_verdict_read_one_clock(tmp_path: Path) -> None:
             for card in app.screen.query(HostCard):
                 s = card.state
                 times, verdict = _card_words(card)
-                assert card.now == app.now, (card.now, app.now)
                 label = PHASE_LABELS.get(s.phase, s.phase)
                 m_ph = re.search(rf"in {re.escape(label)} (\S+?)(?: of|$| ·)", times)
                 m_quiet = re.match(r"No log line for (\S+?)(?: in| and|,)", verdict)
@@ -92,6 +91,7 @@ async def test_the_demo_history_is_what_the_readme_says(tmp_path: Path) -> None:
         for _ in range(80):  # 400 demo seconds: gpu-node-1 and -4 get ready, gpu-node-3 hangs
             await clock.advance(5)
             app.tick()
+            app.flush()
             await pilot.pause()
             cards = {c.state.host: c for c in app.screen.query(HostCard)}
             for name, w in app.watchers.items():

@@ -9,8 +9,9 @@ One clock for the screen: :attr:`UpwatchApp.now` moves only on the tick (once a 
 at most 10 times a real second: the demo's sped-up clock ticks more often), and every snapshot is
 judged at it, so a card's times ("in Graph capture 1m12s", "since start"), its ETA and "slower than
 usual", and its verdict ("No log line for 1m10s") are all ``now`` minus the state's own stamps at
-the same ``now`` and cannot contradict each other. A tick judges every host at the new ``now`` and
-hands the screens the states and the ``now`` together.
+the same ``now`` and cannot contradict each other. A tick marks every host for judging again at
+the new ``now``; the flush that follows (stepwise, one host per event-loop turn) hands each card its
+state and that ``now`` together, then the new ``now`` to every screen.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class UpwatchApp(App[None]):
         self.title = config.title
         #: The screen's one "now" (epoch seconds): every snapshot is judged at it (see the module doc).
         self.now: float = self.clock.now()
+        self._now_shown: float | None = None  # the ``now`` the screens were last given
         self.watchers: dict[str, HostWatcher] = {}
         self.history: History | None = History() if history == "default" else history  # type: ignore[assignment]
         for spec in config.hosts:
@@ -136,7 +138,10 @@ class UpwatchApp(App[None]):
             pass
 
     def _flush_steps(self) -> Iterator[None]:
-        if not self._dirty or self._exit:
+        if self._exit:
+            return
+        if not self._dirty:
+            self._show_now()
             return
         dirty, self._dirty = self._dirty, set()
         self.repaints += 1
@@ -150,18 +155,33 @@ class UpwatchApp(App[None]):
                 if isinstance(screen, (OverviewScreen, DetailScreen)) and screen.is_mounted:
                     screen.update_host(state)
             yield
+        self._show_now()
 
-    def tick(self) -> None:
-        """The shared clock: :attr:`now` moves, every host is judged again at it, and the screens
-        get the new states, then the new ``now`` (cards redraw their durations)."""
-        if self._exit:
-            return  # timers fire until the app has gone; the screens are being torn down
-        self.now = now = self.clock.now()
-        self._dirty.update(self.watchers)
-        self.flush()
+    def _show_now(self) -> None:
+        """Give the screens :attr:`now` once it moved (the cards of every host flushed since have
+        their state judged at it)."""
+        if self._now_shown == self.now or self._exit:
+            return
+        self._now_shown = now = self.now
         for screen in self.screen_stack:
             if isinstance(screen, (OverviewScreen, DetailScreen)) and screen.is_mounted:
                 screen.set_now(now)
+
+    def tick(self) -> None:
+        """The shared clock: :attr:`now` moves and every host is marked to be judged again at it;
+        a stepwise flush right after hands the screens the new states, then the new ``now`` (cards
+        redraw their durations). Tests call :meth:`flush` after it to have it all at once."""
+        if self._exit:
+            return  # timers fire until the app has gone; the screens are being torn down
+        self.now = self.clock.now()
+        self._dirty.update(self.watchers)
+        self.call_later(self._tick_flush)
+
+    async def _tick_flush(self) -> None:
+        for _ in self._flush_steps():
+            await asyncio.sleep(0)
+            if self._exit:
+                return
 
     # --- actions ---------------------------------------------------------------------------------
 

@@ -108,7 +108,8 @@ class OverviewScreen(Screen[None]):
     def update_host(self, state: HostState) -> None:
         if not self._ready or not self.query(CardGrid):
             return
-        self.grid.update_host(state)
+        # The state was judged at the app's one "now": the card gets both at once (tui/app.py).
+        self.grid.update_host(state).now = self.app.now  # type: ignore[attr-defined]
         self._states[state.host] = state
         self.sub_title = summary(self._states.values())
 
@@ -224,6 +225,7 @@ class DetailScreen(Screen[None]):
         except NoMatches:
             return
         card.state = state
+        card.now = now
         timeline.update_state(state, now)
         gpus.update_state(state)
         unit.update_state(state, now)
