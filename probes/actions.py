@@ -62,6 +62,10 @@ _SYSTEMCTL = {"restart": ["restart"], "stop": ["stop"], "start": ["start"],
               "kill": ["kill", "-s", "SIGKILL"]}
 
 
+#: How systemctl's hint lines after a failed job begin (systemd 252 ``src/shared/bus-wait-for-jobs.c``).
+_SYSTEMCTL_HINTS = ('See "systemctl status', "To force a start use", 'followed by "systemctl start')
+
+
 class ActionRefused(ValueError):
     """The action cannot be planned: an unknown action, a bad unit name, bad PIDs (the message
     says which, for an operator)."""
@@ -124,12 +128,16 @@ class ActionResult:
         return self.outcome == "ok"
 
     def summary(self) -> str:
-        """One line for a notification: ``gpu-node-1: restart sglang.service: done`` / ``... exit 5: <output>``."""
+        """One line for a notification: ``gpu-node-1: restart sglang.service: done`` / ``... exit 5: <output>``
+        (the output's last line, before systemctl's hint lines such as ``See "systemctl status ..."``:
+        a job error says what failed first, then how to look and how to force a start)."""
         head = f"{self.plan.host}: {self.plan.action} {self.plan.unit}"
         if self.ok:
             return f"{head}: done"
-        out = self.output.strip().splitlines()
-        tail = one_line(out[-1], max_chars=200) if out else ""  # host text: cleaned, then cut
+        lines = self.output.strip().splitlines()
+        while len(lines) > 1 and one_line(lines[-1]).startswith(_SYSTEMCTL_HINTS):
+            lines.pop()  # systemctl's "See ..." hints after the reason
+        tail = one_line(lines[-1], max_chars=200) if lines else ""  # host text: cleaned, then cut
         status = f"exit {self.exit_status}" if self.exit_status is not None else "could not run"
         return f"{head}: {status}" + (f": {tail}" if tail else "")
 

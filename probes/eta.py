@@ -7,8 +7,14 @@
 * the ETA to ready: the medians of the phases still to come, plus what is left of the current one
   (its median minus the time in it, never below 0; the median times the part not done yet when the
   phase shows ``done/total`` progress);
-* slower: the current phase, or the whole start, has run more than :data:`SLOWER_FACTOR` times its
-  median (only while loading, and only with at least one earlier start).
+* slower: the current phase, or the whole start, has run past :func:`slower_after` its median:
+  more than the median plus a margin of :data:`SLOWER_MARGIN` of it, and at least
+  :data:`SLOWER_MIN_S` seconds (a 2-second phase that takes 5 is not news); only while loading, and
+  only with at least one earlier start. Once slower, there is no ETA: the medians no longer say when
+  it will be ready.
+
+Every duration here is ``now`` minus a stamp of the state (``phase_began``, ``start_began``), the
+same stamps and the same ``now`` the card and the verdict use, so the words cannot disagree.
 """
 
 from __future__ import annotations
@@ -19,8 +25,12 @@ from dataclasses import dataclass
 from probes.engines.base import PHASE_INDEX
 from probes.state import HostState, Typical
 
-#: A start is slower than usual past this many times the median (strictly more).
-SLOWER_FACTOR = 1.5
+#: A phase (or the whole start) is slower than usual past its median plus this part of it ...
+SLOWER_MARGIN = 0.5
+#: ... and at least this many seconds past its median.
+SLOWER_MIN_S = 30.0
+#: The margin as a factor of the median (1.5: "more than 1.5 times the median", for medians of 60 s and more).
+SLOWER_FACTOR = 1.0 + SLOWER_MARGIN
 
 #: Phase ids in words, for sentences ("graph capture 1:12 of ~1:40").
 PHASE_WORDS = {"starting": "starting", "download": "download", "weights": "weight load", "init": "init",
@@ -38,8 +48,8 @@ class Eta:
         elapsed_s: seconds since the start's first line, or None.
         total_typical_s: the median seconds to ready, or None.
         remaining_s: the ETA to ready (seconds from ``now``), or None when nothing is known.
-        slower_phase: the phase has run more than :data:`SLOWER_FACTOR` times its median.
-        slower_start: the start has run more than :data:`SLOWER_FACTOR` times the median total.
+        slower_phase: the phase has run longer than :func:`slower_after` its median.
+        slower_start: the start has run longer than :func:`slower_after` the median total.
         n: how many earlier ready starts the medians are taken over.
     """
 
@@ -59,6 +69,12 @@ class Eta:
         return self.slower_phase or self.slower_start
 
 
+def slower_after(typical_s: float) -> float:
+    """Seconds after which a phase (or start) whose median is ``typical_s`` seconds is slower than
+    usual (strictly more than this): ``typical_s + max(SLOWER_MARGIN * typical_s, SLOWER_MIN_S)``."""
+    return typical_s + max(SLOWER_MARGIN * typical_s, SLOWER_MIN_S)
+
+
 def _usual(t: Typical, phase: str) -> bool:
     """The phase came in most earlier starts (a download that happens once stays out of the ETA)."""
     return any(p == phase and 2 * count > t.n for p, _, count in t.phases)
@@ -71,8 +87,9 @@ def eta_for(state: HostState, now: float) -> Eta | None:
     if state.state != "loading" or t is None or t.n < 1:
         return None
     phase = state.phase
-    ph_el = now - state.phase_began if state.phase_began is not None else None
-    el = now - state.start_began if state.start_began is not None else None
+    # A stamp newer than ``now`` (a line that arrived after the screen's clock last moved) is 0 s old.
+    ph_el = max(0.0, now - state.phase_began) if state.phase_began is not None else None
+    el = max(0.0, now - state.start_began) if state.start_began is not None else None
     ph_typ = t.phase_s(phase)
     here = PHASE_INDEX.get(phase, -1)
     later = [med for p, med, _ in t.phases
@@ -89,9 +106,9 @@ def eta_for(state: HostState, now: float) -> Eta | None:
         remaining = max(0.0, t.total_s - el)  # a phase the earlier starts never had: the total says it
     elif later:
         remaining = sum(later)
-    slower_phase = ph_typ is not None and ph_el is not None and ph_typ > 0 and ph_el > SLOWER_FACTOR * ph_typ
+    slower_phase = ph_typ is not None and ph_el is not None and ph_typ > 0 and ph_el > slower_after(ph_typ)
     slower_start = (t.total_s is not None and el is not None and t.total_s > 0
-                    and el > SLOWER_FACTOR * t.total_s)
+                    and el > slower_after(t.total_s))
     return Eta(phase, ph_el, ph_typ, el, t.total_s, remaining, slower_phase, slower_start, t.n)
 
 
@@ -117,9 +134,10 @@ def about(seconds: float) -> str:
 
 def typical_words(state: HostState, now: float) -> str:
     """The loading start against its history in a few words, for a progress line:
-    ``graph capture 1:12 of ~1:40 · ready in ~2m``, ``· slower than usual`` appended when it is;
-    ``6:10 of ~5:00 · slower than usual`` when the phase has no median; "" when there is nothing
-    to compare with (not loading, no history)."""
+    ``graph capture 1:12 of ~1:40 · ready in ~2m``; ``graph capture 2:40 of ~1:40 · slower than
+    usual`` when it is (no ETA then: the medians no longer tell); ``6:10 of ~5:00 · slower than
+    usual`` when the phase has no median; "" when there is nothing to compare with (not loading, no
+    history)."""
     e = eta_for(state, now)
     if e is None:
         return ""
@@ -129,16 +147,16 @@ def typical_words(state: HostState, now: float) -> str:
                      f"~{clock_span(e.phase_typical_s)}")
     elif e.total_typical_s is not None and e.elapsed_s is not None:
         parts.append(f"{clock_span(e.elapsed_s)} of ~{clock_span(e.total_typical_s)}")
-    if e.remaining_s is not None:
-        parts.append(f"ready in {about(e.remaining_s)}")
     if e.slower:
         parts.append("slower than usual")
+    elif e.remaining_s is not None:
+        parts.append(f"ready in {about(e.remaining_s)}")
     return " · ".join(parts)
 
 
 def slower_sentence(state: HostState, now: float) -> tuple[str, tuple[str, ...]] | None:
     """The "slower than usual" verdict's sentence and evidence for ``state`` at ``now``, or None
-    when the start is not slower than :data:`SLOWER_FACTOR` times its medians.
+    when the start is not slower than usual (:func:`slower_after` its medians).
 
     The sentence names the phase when the phase is slow (``Slower than usual: graph capture 2:40,
     usually ~1:40 (median of 6 starts).``), else the whole start."""

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probes.engines.base import PHASE_INDEX
-from probes.state import HostState, Typical
+from probes.state import HostState, PhaseSpan, Typical
 
 #: The history file's name in the user data folder.
 HISTORY_FILE = "history.sqlite3"
@@ -122,29 +122,43 @@ def start_record(state: HostState) -> StartRecord | None:
     """The finished start in ``state`` as a :class:`StartRecord`, or None while it is not finished
     (state not ``ready``/``failed``) or has no beginning time.
 
-    Phase durations come from :attr:`HostState.phases`; a ready start's total runs to its ``ready``
-    phase, a failed one's to its decisive error (``failed_at``), whose phase then lasts until it.
+    Phase durations come from :attr:`HostState.phases` (:func:`phase_durations`); a ready start's
+    total runs to its ``ready`` phase, a failed one's to its decisive error (``failed_at``), whose
+    phase then lasts until it.
     """
     if state.state not in ("ready", "failed") or state.start_began is None:
         return None
     began = round(state.start_began, 3)
-    phases: list[tuple[str, float]] = []
     ended: float | None = None
     if state.state == "ready":
         ended = next((p.began for p in state.phases if p.phase == "ready"), None)
     else:
         ended = state.failed_at
-    for i, p in enumerate(state.phases):
-        if p.phase == "ready":
-            break
-        dur = p.duration_s
-        if dur is None and i == len(state.phases) - 1 and ended is not None and p.began is not None:
-            dur = ended - p.began  # the phase a failed start died in, until its decisive line
-        if dur is not None and dur >= 0 and all(q != p.phase for q, _ in phases):
-            phases.append((p.phase, round(dur, 3)))
+    phases = phase_durations(state.phases, ended)
     total = round(ended - began, 3) if ended is not None and ended >= began else None
     return StartRecord(state.host, state.unit, state.model, state.args_hash,
                        state.engine, began, ended, state.state, total, tuple(phases))
+
+
+def phase_durations(spans: Sequence[PhaseSpan], ended: float | None = None) -> tuple[tuple[str, float], ...]:
+    """Seconds spent in each phase of a start, ``(phase id, seconds)`` in order of first appearance,
+    rounded to milliseconds; the ``ready`` phase and what follows it are left out.
+
+    A phase the start came back to (TensorRT-LLM's ``starting``, download, ``starting`` again) counts
+    once with its spans summed, so the median of a phase is the time a start spends in it. The last
+    span, with no duration of its own, lasts until ``ended`` (a failed start's decisive line) when
+    given; a span with no known duration is left out.
+    """
+    total: dict[str, float] = {}
+    for i, p in enumerate(spans):
+        if p.phase == "ready":
+            break
+        dur = p.duration_s
+        if dur is None and i == len(spans) - 1 and ended is not None and p.began is not None:
+            dur = ended - p.began  # the phase a failed start died in, until its decisive line
+        if dur is not None and dur >= 0:
+            total[p.phase] = total.get(p.phase, 0.0) + dur
+    return tuple((ph, round(d, 3)) for ph, d in total.items())
 
 
 class History:
@@ -259,10 +273,15 @@ class History:
     # --- reading ----------------------------------------------------------------------------------
 
     def typical(self, host: str, unit: str, model: str | None, args_hash: str | None,
-                *, limit: int = TYPICAL_STARTS) -> Typical | None:
+                *, limit: int = TYPICAL_STARTS, before: float | None = None) -> Typical | None:
         """Medians over the last ``limit`` ready starts of this host and unit with this model and
         engine-argument hash (None matches only None), or None when there is none (or the history
         is off).
+
+        Args:
+            before: the current start's beginning (epoch seconds): only starts that were ready
+                before it count, so the current start, once written, is never its own history.
+                None: every start.
 
         Returns:
             A :class:`~probes.state.Typical`: ``n`` starts, the median total to ready, and per
@@ -273,18 +292,21 @@ class History:
             if db is None:
                 return None
             try:
-                return self._typical(db, host, unit, model, args_hash, limit)
+                return self._typical(db, host, unit, model, args_hash, limit, before)
             except sqlite3.Error as exc:
                 self._off(exc)
                 return None
 
     @staticmethod
     def _typical(db: sqlite3.Connection, host: str, unit: str, model: str | None, args_hash: str | None,
-                 limit: int) -> Typical | None:
+                 limit: int, before: float | None = None) -> Typical | None:
+        # An earlier start was ready (``ended``) before this one began; ``began`` alone would not
+        # do: the beginning of the start being watched can move by a second as more is read.
+        cut = "" if before is None else " AND began < ? AND COALESCE(ended, began) <= ?"
         rows = db.execute(
             "SELECT id, total_s FROM starts WHERE host = ? AND unit = ? AND model IS ? AND args_hash IS ?"
-            " AND outcome = 'ready' ORDER BY began DESC LIMIT ?",
-            (host, unit, model, args_hash, limit)).fetchall()
+            " AND outcome = 'ready'" + cut + " ORDER BY began DESC LIMIT ?",
+            (host, unit, model, args_hash, *(() if before is None else (before, before)), limit)).fetchall()
         if not rows:
             return None
         ids = [r[0] for r in rows]

@@ -26,6 +26,22 @@ What each emulated command prints, and where that shape comes from (paths relati
 * HTTP (through :meth:`ReplayRunner.http_transport`): connection refused until the server binds,
   then ``GET /health`` with the scenario's status and an empty body; ``GET /v1/models`` and
   ``POST /v1/completions`` in the OpenAI shapes SGLang and vLLM return (FORMATS 3.1-3.3).
+* ``systemctl start|stop|restart|kill UNIT`` (the demo's actions) change the simulated host as
+  systemd would: ``stop`` ends the start where it is (nothing more of the recording happens; the
+  unit is ``inactive``/``dead``, the GPUs free, the port closed; systemd's "Stopping ...",
+  "Deactivated successfully.", "Stopped ..." lines); ``start`` (of a unit that is not running) and
+  ``restart`` play the recording again from its beginning, with new invocation ids and PIDs and
+  ``NRestarts`` counted from 0 (a start by hand flushes systemd's counter); ``kill`` (SIGKILL) ends
+  the main process ("Main process exited, code=killed, status=9/KILL", "Failed with result
+  'signal'."), then as its ``Restart=`` says: ``no``/``on-success``: ``failed``; otherwise
+  ``activating``/``auto-restart`` for ``RestartUSec``, "Scheduled restart job, restart counter is at
+  N.", and the recording again with ``NRestarts`` N. A ``start`` or ``restart`` past
+  ``StartLimitBurst`` starts within ``StartLimitIntervalUSec`` is refused as systemd refuses it
+  (exit 1, "Job for UNIT failed because start of the service was attempted too often." and
+  its hint lines, systemd 252 ``src/shared/bus-wait-for-jobs.c``) until
+  ``systemctl reset-failed UNIT`` (which also clears a failed state and ``NRestarts``); the automatic
+  restart after a kill is not limited. The lines' wording is systemd 252's, as in the recorded
+  ``vllm-restart-loop`` scenario (``tui/scenarios/``).
 
 Outages: during ``Scenario.outages`` every call raises ``ProbeError("unreachable")`` and a stream
 that is open when one begins ends with ``ProbeError("closed")``, as an SSH connection that drops.
@@ -351,6 +367,32 @@ def journal_value(text: str | bytes) -> str | list[int]:
     return s
 
 
+@dataclass(frozen=True)
+class _Segment:
+    """A stretch of the simulated host's life, from ``begin`` (offset from the runner's start) to
+    the next segment's: the recording playing with its offset 0 at ``shift`` (``epoch`` 0: as
+    given; 1, 2 ...: replays begun by actions, ``restarts_base`` added to its ``NRestarts``), or,
+    with ``shift`` None, the unit down with fixed ``props``."""
+
+    begin: float
+    shift: float | None
+    epoch: int
+    props: Mapping[str, Any] | None = None
+    restarts_base: int = 0
+
+
+_SPAN_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def _systemd_span_s(text: str) -> float:
+    """A time span as ``systemctl show`` prints it (``100ms``, ``10s``, ``1min 30s``; systemd's
+    ``format_timespan``) in seconds; ``infinity`` and anything unreadable: 0."""
+    total = 0.0
+    for num, unit in re.findall(r"(\d+(?:\.\d+)?)\s*(us|ms|min|s|h|d)\b", text):
+        total += float(num) * _SPAN_UNITS[unit]
+    return total
+
+
 # --- the runner ---------------------------------------------------------------------------------
 
 
@@ -372,6 +414,8 @@ class ReplayRunner:
       with ``-f`` and no ``-n`` the backlog is 10 records, without ``-f`` everything)
     * ``systemctl show [UNIT…] [-p A,B]… [--property=A,B] [--value] [--no-pager]``,
       ``systemctl is-active UNIT``, ``systemctl is-failed UNIT``
+    * ``systemctl start|stop|restart|reset-failed UNIT``, ``systemctl kill [-s SIGKILL] UNIT``: they
+      change the simulated host (see the module docstring); another unit: exit 5, "Unit X not loaded."
     * ``nvidia-smi --query-gpu=F,… --format=csv[,noheader][,nounits] [-i IDS] [-l [S] | -lms MS]``
 
     ``stream`` takes the journalctl and nvidia-smi forms (``-f``/``-l`` keep the stream open);
@@ -388,7 +432,14 @@ class ReplayRunner:
         self._close_event = asyncio.Event()
         self._forwards: dict[int, int] = {}
         self._next_port = 41_000 + (int(hashlib.blake2b(self.host.encode(), digest_size=2).hexdigest(), 16) % 1000) * 10
-        self._cursor_index = {e.cursor: i for i, e in enumerate(self.scenario.journal)}
+        #: What the host does, in order: the recording as given, then what each action made of it.
+        self._segments: list[_Segment] = [_Segment(begin=-math.inf, shift=0.0, epoch=0)]
+        self._epochs = 0
+        self._limit_reset_at = -math.inf  # the last ``systemctl reset-failed`` (scenario offset)
+        #: The whole journal, past and scheduled: the recording, cut and extended by the actions.
+        self._journal: tuple[JournalEntry, ...] = self.scenario.journal
+        self._cursor_index = {e.cursor: i for i, e in enumerate(self._journal)}
+        self._changed = asyncio.Event()  # set (and replaced) when an action changes what is scheduled
 
     # --- time ---------------------------------------------------------------------------------
 
@@ -419,16 +470,17 @@ class ReplayRunner:
             return
         sleeper = asyncio.ensure_future(self.clock.sleep(seconds))
         closer = asyncio.ensure_future(self._close_event.wait())
+        changed = asyncio.ensure_future(self._changed.wait())  # an action rescheduled what comes
         try:
-            await asyncio.wait({sleeper, closer}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({sleeper, closer, changed}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (sleeper, closer):
+            for task in (sleeper, closer, changed):
                 if not task.done():
                     task.cancel()
 
     async def _wait_until(self, offset_s: float) -> None:
         """Sleep until scenario time ``offset_s`` or the next outage, whichever comes first
-        (at most an hour at a time)."""
+        (at most an hour at a time; sooner when an action changes what is scheduled)."""
         t = self.now_s()
         until = min(offset_s, self._next_outage(t))
         await self._sleep(min(3600.0, max(0.0, until - t)))
@@ -506,7 +558,8 @@ class ReplayRunner:
                 entries = self._journal_backlog(opts, all_after=True)
             except _UsageError as exc:
                 raise ProbeError("command", f"journalctl exited 1: {exc}") from None
-            async for line in self._journal_follow(opts, entries):
+            first = self._cursor_index[entries[0].cursor] if entries else len(self._journal)
+            async for line in self._journal_follow(opts, first):
                 yield line
             return
         if name == "nvidia-smi":
@@ -563,7 +616,7 @@ class ReplayRunner:
         """The entries of this query from the first one to show: up to now, or (``all_after``) up
         to the end of the scenario, for a follower to pace."""
         t = self.now_s()
-        entries = [e for e in self.scenario.journal if _matches(e.fields, opts.units)]
+        entries = [e for e in self._journal if _matches(e.fields, opts.units)]
         if opts.after_cursor is not None or opts.cursor is not None:
             c = opts.after_cursor if opts.after_cursor is not None else opts.cursor
             first = self._seek_cursor(entries, c, inclusive=opts.cursor is not None)
@@ -599,23 +652,29 @@ class ReplayRunner:
                 return i
         return len(entries)
 
-    async def _journal_follow(self, opts: _JournalOpts, entries: list[JournalEntry]) -> AsyncIterator[bytes]:
-        i = 0
+    async def _journal_follow(self, opts: _JournalOpts, first: int) -> AsyncIterator[bytes]:
+        """The entries of ``self._journal`` from index ``first`` that match ``opts``, each when its
+        time comes. An action only ever changes what lies in the future, so the index stays valid
+        when the journal is replaced."""
+        i = first
         last: JournalEntry | None = None
         while True:
             if not self._check_open("journalctl"):
                 return
             t = self.now_s()
-            if i < len(entries) and entries[i].offset_s <= t + _EPS:
-                last = entries[i]
-                yield self._render(entries[i], opts)
+            journal = self._journal
+            if i < len(journal) and journal[i].offset_s <= t + _EPS:
+                e = journal[i]
                 i += 1
+                if _matches(e.fields, opts.units):
+                    last = e
+                    yield self._render(e, opts)
                 continue
             if not opts.follow:
                 if opts.show_cursor and last is not None:
                     yield f"-- cursor: {last.cursor}".encode()
                 return
-            await self._wait_until(entries[i].offset_s if i < len(entries) else math.inf)
+            await self._wait_until(journal[i].offset_s if i < len(journal) else math.inf)
 
     def _render(self, entry: JournalEntry, opts: _JournalOpts) -> bytes:
         fields = entry.fields
@@ -656,7 +715,9 @@ class ReplayRunner:
             ok = any(s in want for s in states)
             return Completed(argv, 0 if ok else (3 if verb == "is-active" else 1),
                              "".join(s + "\n" for s in states).encode())
-        if verb in ("start", "stop", "restart", "kill", "reset-failed", "reload"):
+        if verb in ("start", "stop", "restart", "kill", "reset-failed"):
+            return self._act(argv, verb, rest)
+        if verb == "reload":
             return Completed(argv, 1, b"",
                              f"upwatch replay: {self.host} is a recorded scenario; "
                              f"`systemctl {verb}` is not replayed\n".encode())
@@ -664,7 +725,7 @@ class ReplayRunner:
 
     def _unit_at(self, unit: str) -> dict[str, Any]:
         if unit == self.scenario.unit:
-            return self.scenario.unit_props(self.now_s())
+            return self.unit_props(self.now_s())
         props = dict(UNIT_DEFAULTS)
         props.update(_NOT_FOUND)
         props["Id"] = unit
@@ -696,11 +757,210 @@ class ReplayRunner:
             return "yes" if value else "no"
         return str(value)
 
+    # --- the simulated host: what the actions change ---------------------------------------------
+
+    def _segment_at(self, t: float) -> _Segment:
+        seg = self._segments[0]
+        for s in self._segments:
+            if s.begin > t + _EPS:
+                break
+            seg = s
+        return seg
+
+    def unit_props(self, offset_s: float) -> dict[str, Any]:
+        """The unit's properties (typed as in :class:`UnitFrame`, timestamps as offsets from this
+        runner's start) at ``offset_s``: the recording's, as the actions since have made them."""
+        seg = self._segment_at(offset_s)
+        if seg.shift is None:
+            return dict(seg.props or {})
+        props = self.scenario.unit_props(offset_s - seg.shift)
+        if seg.epoch:
+            for k, v in props.items():
+                if k.endswith(("Timestamp", "TimestampMonotonic")) and isinstance(v, (int, float)):
+                    props[k] = v + seg.shift
+            for k in ("MainPID", "ExecMainPID"):
+                props[k] = self._pid(props[k], seg.epoch)
+            if props.get("InvocationID"):
+                props["InvocationID"] = self._invocation(str(props["InvocationID"]), seg.epoch)
+            props["NRestarts"] = int(props.get("NRestarts") or 0) + seg.restarts_base
+        return props
+
+    def gpu_at(self, offset_s: float) -> list[tuple[int | None, int | None]]:
+        """Per GPU ``(memory.used MiB, utilization.gpu %)`` at ``offset_s``: the recording's while it
+        plays, 0 and 0 while the unit is down."""
+        seg = self._segment_at(offset_s)
+        if seg.shift is None:
+            return [(0, 0) for _ in self.scenario.gpus]
+        return self.scenario.gpu_at(offset_s - seg.shift)
+
+    def health_at(self, offset_s: float) -> str | int:
+        """``"refused"`` or the ``/health`` status at ``offset_s`` (refused while the unit is down)."""
+        seg = self._segment_at(offset_s)
+        if seg.shift is None:
+            return "refused"
+        return self.scenario.health_at(offset_s - seg.shift)
+
+    @staticmethod
+    def _pid(pid: Any, epoch: int) -> Any:
+        return pid + 100_000 * epoch if isinstance(pid, int) and pid > 0 and epoch else pid
+
+    def _invocation(self, inv: str, epoch: int) -> str:
+        if not epoch:
+            return inv
+        return hashlib.blake2b(f"{self.host}|{epoch}|{inv}".encode(), digest_size=16).hexdigest()
+
+    def _act(self, argv: tuple[str, ...], verb: str, rest: list[str]) -> Completed:
+        """``systemctl start|stop|restart|kill [-s SIG] UNIT`` on the simulated host (module doc)."""
+        units = [_unit_name(a) for a in rest if not a.startswith("-") and a not in ("SIGKILL", "KILL", "9")]
+        if not units:
+            return Completed(argv, 1, b"", b"Too few arguments.\n")
+        unit = units[0]
+        if unit != self.scenario.unit:
+            word = {"kill": "kill unit"}.get(verb, verb)
+            return Completed(argv, 5, b"", f"Failed to {word} {unit}: Unit {unit} not loaded.\n".encode())
+        t = self.now_s()
+        props = self.unit_props(t)
+        running = props.get("ActiveState") in ("active", "activating", "reloading") \
+            and props.get("SubState") != "auto-restart"
+        pending = props.get("SubState") == "auto-restart"
+        lines: list[tuple[float, str]] = []
+        if verb == "reset-failed":
+            self._limit_reset_at = t  # systemd resets the start rate limit ...
+            if props.get("ActiveState") == "failed":  # ... and a failed unit's state, result and counter
+                cleared = dict(props)
+                cleared.update({"ActiveState": "inactive", "SubState": "dead", "Result": "success", "NRestarts": 0})
+                self._cut(t)
+                self._segments.append(_Segment(begin=t, shift=None, epoch=self._segment_at(t).epoch, props=cleared))
+            return Completed(argv, 0, b"")
+        if verb in ("start", "restart") and not running and self._start_limited(t, props):
+            return Completed(argv, 1, b"", (
+                f"Job for {unit} failed because start of the service was attempted too often.\n"
+                f"See \"systemctl status {unit}\" and \"journalctl -xeu {unit}\" for details.\n"
+                f"To force a start use \"systemctl reset-failed {unit}\"\n"
+                f"followed by \"systemctl start {unit}\" again.\n").encode())
+        if verb == "kill":
+            if not running or not props.get("MainPID"):
+                return Completed(argv, 1, b"", f"Failed to kill unit {unit}: No matching processes to kill\n".encode())
+            lines += [(t, f"{unit}: Main process exited, code=killed, status=9/KILL"),
+                      (t + 0.0002, f"{unit}: Failed with result 'signal'.")]
+            restart = str(props.get("Restart") or "no")
+            if restart in ("no", "on-success", "on-watchdog"):
+                self._down(t, props, "failed", "failed", result="signal", code=2, status=9)
+            else:
+                wait = _systemd_span_s(str(props.get("RestartUSec") or "100ms"))
+                self._down(t, props, "activating", "auto-restart", result="signal", code=2, status=9)
+                n = int(props.get("NRestarts") or 0) + 1
+                lines += [(t + wait, f"{unit}: Scheduled restart job, restart counter is at {n}."),
+                          (t + wait + 0.0003, f"Stopped {self._described(unit, props)}.")]
+                self._play(t + wait + 0.008, restarts_base=n)
+        elif verb == "stop":
+            if not running and not pending:
+                return Completed(argv, 0, b"")  # already stopped (a failed unit stays failed)
+            if running:
+                lines.append((t, f"Stopping {self._described(unit, props)}..."))
+            lines += [(t + 0.2, f"{unit}: Deactivated successfully."),
+                      (t + 0.2002, f"Stopped {self._described(unit, props)}.")]
+            self._down(t, props, "inactive", "dead", result="success", code=2, status=15)
+        elif verb == "start" and running:
+            return Completed(argv, 0, b"")  # it runs already: systemctl has nothing to do
+        else:  # restart, or start of a unit that is not running
+            if running:
+                lines += [(t, f"Stopping {self._described(unit, props)}..."),
+                          (t + 0.2, f"{unit}: Deactivated successfully."),
+                          (t + 0.2002, f"Stopped {self._described(unit, props)}.")]
+                self._down(t, props, "inactive", "dead", result="success", code=2, status=15)
+                self._play(t + 0.25, restarts_base=0)
+            else:
+                self._play(t + 0.01, restarts_base=0)
+        self._reschedule(t, lines, props)
+        return Completed(argv, 0, b"")
+
+    def _start_limited(self, t: float, props: Mapping[str, Any]) -> bool:
+        """Whether a start now would pass ``StartLimitBurst`` starts within ``StartLimitIntervalUSec``
+        (counted from the journal's "Started ..." lines of PID 1, since the last ``reset-failed``)."""
+        burst = int(props.get("StartLimitBurst") or 0)
+        interval = _systemd_span_s(str(props.get("StartLimitIntervalUSec") or "0"))
+        if burst <= 0 or interval <= 0:
+            return False
+        since = max(t - interval, self._limit_reset_at)
+        started = sum(1 for e in self._journal
+                      if since < e.offset_s <= t + _EPS and e.fields.get("_PID") == "1"
+                      and e.fields.get("UNIT") == self.scenario.unit
+                      and str(e.fields.get("MESSAGE", "")).startswith("Started "))
+        return started >= burst
+
+    def _described(self, unit: str, props: Mapping[str, Any]) -> str:
+        desc = props.get("Description")
+        return f"{unit} - {desc}" if desc else unit
+
+    def _down(self, t: float, props: Mapping[str, Any], active: str, sub: str, *, result: str, code: int,
+              status: int) -> None:
+        """From ``t`` the unit's process is gone: properties fixed as systemd leaves them."""
+        down = dict(props)
+        down.update({"ActiveState": active, "SubState": sub, "MainPID": 0, "ControlPID": 0, "Result": result,
+                     "ExecMainExitTimestamp": t, "ExecMainExitTimestampMonotonic": t,
+                     "ExecMainCode": code, "ExecMainStatus": status, "StateChangeTimestamp": t,
+                     "StateChangeTimestampMonotonic": t, "ActiveExitTimestamp": t,
+                     "ActiveExitTimestampMonotonic": t, "ControlGroup": None, "MemoryCurrent": None})
+        if active != "activating":
+            down.update({"InactiveEnterTimestamp": t, "InactiveEnterTimestampMonotonic": t})
+        self._cut(t)
+        self._segments.append(_Segment(begin=t, shift=None, epoch=self._segment_at(t).epoch, props=down))
+
+    def _play(self, t: float, restarts_base: int) -> None:
+        """From ``t`` the recording plays again from its beginning, as a new invocation."""
+        self._cut(t)
+        self._epochs += 1
+        self._segments.append(_Segment(begin=t, shift=t, epoch=self._epochs, restarts_base=restarts_base))
+
+    def _cut(self, t: float) -> None:
+        """Nothing scheduled after ``t`` happens any more."""
+        self._segments = [s for s in self._segments if s.begin <= t + _EPS]
+
+    def _reschedule(self, t: float, lines: list[tuple[float, str]], props: Mapping[str, Any]) -> None:
+        """The journal: what already happened (up to ``t``), ``lines`` from systemd, then the
+        recording's journal for each replay begun since; followers are woken."""
+        kept = [(e.offset_s, e.fields) for e in self._journal if e.offset_s <= t + _EPS]
+        inv = props.get("InvocationID")
+        new: list[tuple[float, Mapping[str, Any]]] = [(at, self._systemd_fields(text, inv)) for at, text in lines]
+        for seg in self._segments:
+            if seg.shift is None or not seg.epoch or seg.begin < t - _EPS:
+                continue  # only the replays this action began: what began earlier is cut at ``t``
+            for e in self.scenario.journal:
+                fields = dict(e.fields)
+                for k in ("_SYSTEMD_INVOCATION_ID", "INVOCATION_ID"):
+                    if fields.get(k):
+                        fields[k] = self._invocation(str(fields[k]), seg.epoch)
+                if fields.get("_PID") and fields["_PID"] != "1" and str(fields["_PID"]).isdigit():
+                    fields["_PID"] = str(self._pid(int(fields["_PID"]), seg.epoch))
+                new.append((e.offset_s + seg.shift, fields))
+        self._journal = stamp_journal([*kept, *sorted(new, key=lambda r: r[0])], self.start,
+                                      seqnum_id=self.scenario.seqnum_id,
+                                      monotonic_start_us=self.scenario.monotonic_start_us)
+        self._cursor_index = {e.cursor: i for i, e in enumerate(self._journal)}
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    def _systemd_fields(self, text: str, invocation: Any) -> dict[str, Any]:
+        """A message of PID 1 about the unit, with the fields of the recording's own (its first
+        ``Started ...`` line) or systemd's usual ones."""
+        template = next((e.fields for e in self.scenario.journal if e.fields.get("_PID") == "1"
+                         and e.fields.get("UNIT") == self.scenario.unit), None)
+        keep = ("_BOOT_ID", "_MACHINE_ID", "_HOSTNAME", "_UID", "_GID", "_COMM", "_EXE", "_CMDLINE",
+                "_CAP_EFFECTIVE", "_SYSTEMD_CGROUP", "_SYSTEMD_SLICE", "_RUNTIME_SCOPE", "TID")
+        fields: dict[str, Any] = {k: template[k] for k in keep if template is not None and k in template}
+        fields.update({"_TRANSPORT": "journal", "_PID": "1", "_SYSTEMD_UNIT": "init.scope", "PRIORITY": "6",
+                       "SYSLOG_FACILITY": "3", "SYSLOG_IDENTIFIER": "systemd", "UNIT": self.scenario.unit,
+                       "MESSAGE": text})
+        if invocation:
+            fields["INVOCATION_ID"] = str(invocation)
+        return fields
+
     # --- nvidia-smi -----------------------------------------------------------------------------
 
     def _gpu_lines(self, q: _GpuQuery, header: bool) -> list[bytes]:
         t = self.now_s()
-        values = self.scenario.gpu_at(t)
+        values = self.gpu_at(t)
         out = []
         if header and not q.noheader:
             out.append(", ".join(_header(f, q.nounits) for f in q.fields).encode())
@@ -733,7 +993,7 @@ class ReplayRunner:
         t = self.now_s()
         port = request.url.port
         remote = self._forwards.get(port, port) if port is not None else self.scenario.port
-        status = self.scenario.health_at(t)
+        status = self.health_at(t)
         if self._closed or self._outage(t) is not None or remote != self.scenario.port or status == "refused":
             raise httpx.ConnectError("[Errno 111] Connection refused", request=request)
         code = int(status)

@@ -307,7 +307,7 @@ class HostWatcher:
         self.history_every_s = history_every_s
         self._history_lock = asyncio.Lock()
         self._recorded: tuple[float, str] | None = None
-        self._typical_key: tuple[str | None, str | None] | None = None
+        self._typical_key: tuple[str | None, str | None, float | None] | None = None
 
     @property
     def name(self) -> str:
@@ -316,9 +316,10 @@ class HostWatcher:
 
     # --- consumers -------------------------------------------------------------------------------
 
-    def state(self) -> HostState:
-        """The current snapshot, judged at the clock's now."""
-        return self.model.state(self.clock.now())
+    def state(self, now: float | None = None) -> HostState:
+        """The current snapshot, judged at ``now`` (epoch seconds; default: the clock's now). The
+        dashboard passes its one screen clock, so a card and its verdict read the same time."""
+        return self.model.state(self.clock.now() if now is None else now)
 
     def entries_after(self, seq: int) -> list[LogEntry]:
         """Log entries newer than ``seq`` (still kept), oldest first."""
@@ -422,8 +423,8 @@ class HostWatcher:
     async def sync_history(self) -> None:
         """Bring the history and the model up to date once: write the current start when it has
         just finished (ready or failed; once per beginning), and look up the typical durations
-        when the start's identity (model, engine-argument hash) is new or a start was just
-        written. SQLite runs in a thread (``asyncio.to_thread``). Never raises: a history that
+        of the starts ready before this one when the start's identity (model, engine-argument
+        hash) or beginning is new. SQLite runs in a thread (``asyncio.to_thread``). Never raises: a history that
         fails turns itself off (:attr:`History.problem`)."""
         h = self.history
         if h is None or not h.ok:
@@ -434,14 +435,16 @@ class HostWatcher:
                 mark = (round(s.start_began, 3), s.state)
                 if mark != self._recorded:
                     self._recorded = mark
-                    if await asyncio.to_thread(h.record, s):
-                        self._typical_key = None  # the start just written counts from now on
+                    # Written for the starts to come (the next one's beginning is a new key below).
+                    await asyncio.to_thread(h.record, s)
             if s.state == "waiting" and s.log_count == 0:
                 return  # nothing read yet: the identity is not known
-            key = (s.model, s.args_hash)
+            key = (s.model, s.args_hash, s.start_began)
             if key != self._typical_key:
                 self._typical_key = key
-                typical = await asyncio.to_thread(h.typical, self.spec.name, self.spec.unit, *key)
+                # Only starts ready before this one began: once written, it is not its own history.
+                typical = await asyncio.to_thread(h.typical, self.spec.name, self.spec.unit, s.model, s.args_hash,
+                                                  before=s.start_began)
                 if typical is not None:
                     self._apply(typical)
 

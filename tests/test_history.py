@@ -16,8 +16,8 @@ import pytest
 
 from conftest import LOGS
 from probes.clock import ManualClock
-from probes.eta import SLOWER_FACTOR, clock_span, eta_for, typical_words
-from probes.history import SCHEMA_VERSION, History, StartRecord, start_record
+from probes.eta import SLOWER_FACTOR, SLOWER_MARGIN, SLOWER_MIN_S, clock_span, eta_for, slower_after, typical_words
+from probes.history import SCHEMA_VERSION, History, StartRecord, phase_durations, start_record
 from probes.identity import identify
 from probes.journal import Record
 from probes.model import HostModel
@@ -99,13 +99,63 @@ def test_slower_as_a_whole_at_the_total_boundary() -> None:
     assert not eta_for(s, T0 - 180 + 300).slower  # exactly 1.5 x 200 s
     e = eta_for(s, T0 - 180 + 301)
     assert e.slower_start and not e.slower_phase
-    assert typical_words(s, T0 - 180 + 301) == "5:01 of ~3:20 · ready in <1m · slower than usual"
+    # No ETA once slower: "ready in <1m" beside "slower than usual" would be a guess the medians no longer make.
+    assert typical_words(s, T0 - 180 + 301) == "5:01 of ~3:20 · slower than usual"
     v = verdict_for(s, T0 - 180 + 301)
     assert v == Verdict("warning", "Slower than usual: this start 5:01 so far, usually ready in ~3:20 "
                                    "(median of 3 starts).", kind="slower",
                         evidence=("whole start: 5:01 so far, median 3:20 to ready",
                                   "compared with the last 3 ready starts of sglang.service (Qwen/Qwen3-8B, "
                                   "engine arguments abcdef012345)"))
+
+
+@pytest.mark.parametrize("median", [1.0, 2.0, 10.0, 59.0, 60.0, 100.0, 600.0])
+def test_slower_exactly_past_the_median_plus_the_documented_margin(median: float) -> None:
+    # README: past its median plus half of it, and at least 30 s past it.
+    assert (SLOWER_MARGIN, SLOWER_MIN_S) == (0.5, 30.0)
+    limit = median + max(0.5 * median, 30.0)
+    assert slower_after(median) == limit
+    t = Typical("h", "sglang.service", "Qwen/Qwen3-8B", "abcdef012345", 6, None, (("graph_capture", median, 6),))
+    s = loading(typical=t)
+    for elapsed, slower in ((median, False), (limit - 0.5, False), (limit, False), (limit + 0.5, True),
+                            (limit + 60, True)):
+        e = eta_for(s, T0 + elapsed)
+        assert e is not None and e.slower is slower, (median, elapsed)
+        assert ("slower than usual" in typical_words(s, T0 + elapsed)) is slower
+        v = verdict_for(s, T0 + elapsed)
+        assert (v is not None and v.kind == "slower") is slower, (median, elapsed, v)
+
+
+def test_a_two_second_phase_is_not_slower_after_eight() -> None:
+    # The demo once said "Slower than usual: starting 0:08" 1.5 s into the demo: a 2 s median.
+    t = Typical("h", "sglang.service", "Qwen/Qwen3-8B", "abcdef012345", 6, 140.0, (("starting", 2.0, 6),))
+    s = loading(typical=t, phase="starting")
+    assert verdict_for(s, T0 + 8) is None and "slower" not in typical_words(s, T0 + 8)
+    assert verdict_for(s, T0 + 33).kind == "slower"
+
+
+def test_a_phase_the_start_comes_back_to_counts_once_with_its_spans_summed() -> None:
+    # TensorRT-LLM: starting, a Hub download, then starting again (the fixture trtllm-ok-01).
+    spans = (PhaseSpan("starting", T0, 1.0), PhaseSpan("download", T0 + 1, 28.0), PhaseSpan("starting", T0 + 29, 24.0),
+             PhaseSpan("weights", T0 + 53, 48.0), PhaseSpan("ready", T0 + 101, None))
+    assert phase_durations(spans) == (("starting", 25.0), ("download", 28.0), ("weights", 48.0))
+    st = HostState("h", "trtllm.service", engine="trtllm", state="ready", phase="ready", phases=spans,
+                   start_began=T0, phase_began=T0 + 101)
+    rec = start_record(st)
+    assert rec is not None and rec.phases == phase_durations(spans) and rec.total_s == 101.0
+    assert sum(d for _, d in rec.phases) == rec.total_s
+
+
+def test_typical_before_counts_only_starts_ready_before_it(tmp_path: Path) -> None:
+    h = History(tmp_path / "h.sqlite3")
+    for began in (T0 - 2000, T0 - 1000, T0):  # the last one is "the current start"
+        h.add(StartRecord("h", "u", None, None, "sglang", began, began + 100, "ready", 100.0, (("weights", 100.0),)))
+    assert h.typical("h", "u", None, None).n == 3
+    assert h.typical("h", "u", None, None, before=T0).n == 2
+    # The start's beginning as the watcher sees it can move by a second as more of it is read.
+    assert h.typical("h", "u", None, None, before=T0 + 1.0).n == 2
+    assert h.typical("h", "u", None, None, before=T0 - 1000).n == 1
+    assert h.typical("h", "u", None, None, before=T0 - 2000) is None
 
 
 def test_slower_verdict_sentence_and_evidence() -> None:
@@ -425,6 +475,22 @@ async def test_a_real_start_is_recorded_with_its_phases_and_model(tmp_path: Path
     assert st.verdict is None  # as fast as the first
     assert len(h.starts()) == 2
     assert h.typical("gpu-node-1", "sglang.service", rec.model, rec.args_hash).n == 2
+
+
+async def test_the_current_start_is_never_its_own_history(tmp_path: Path) -> None:
+    # A live host once said "1 earlier start: ready in ~29s" of the start it was showing.
+    sc, ready_off, first = log_scenario("sglang-ok-01.log", T0)
+    h = History(tmp_path / "history.sqlite3")
+    seen: list[tuple[float, HostState]] = []
+    s = await _watch(sc.rebased(first), first, h, ready_off + 30, seen)
+    assert s.state == "ready" and len(h.starts()) == 1  # written ...
+    assert all(st.typical is None for _, st in seen)  # ... and never shown as its own history
+    later = first + 86400
+    seen = []
+    s = await _watch(sc.rebased(later), later, h, ready_off + 30, seen)
+    assert s.state == "ready" and len(h.starts()) == 2
+    assert {st.typical.n for _, st in seen if st.typical is not None} == {1}  # the first start only, ready or not
+    assert seen[-1][1].state == "ready" and seen[-1][1].typical is not None
 
 
 async def test_a_watcher_with_a_broken_history_carries_on(tmp_path: Path) -> None:

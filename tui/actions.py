@@ -102,7 +102,8 @@ class ConfirmScreen(ModalScreen[bool]):
 
 class SafeRestartScreen(ModalScreen[None]):
     """The safe restart in progress: one line per step and the wait's status; Cancel stops the
-    sequence (a stopped unit then stays stopped, which the status line says)."""
+    sequence (a stopped unit then stays stopped, which the status line says). It closes when the
+    sequence ends, however it ends; a notification says how (what failed, when something did)."""
 
     DEFAULT_CSS = """
     SafeRestartScreen { align: center middle; }
@@ -130,6 +131,11 @@ class SafeRestartScreen(ModalScreen[None]):
             with Horizontal():
                 yield Button("Cancel", id="abort", variant="primary")
 
+    def on_mount(self) -> None:
+        # Steps may come before the screen is mounted (the worker starts with it): show them now.
+        self.query_one("#steps", Static).update("\n".join(self.steps))
+        self.query_one("#wait", Static).update(self.wait_text)
+
     def step(self, text: str) -> None:
         self.steps.append(hosttext.one_line(text))
         if self.is_mounted:
@@ -139,6 +145,13 @@ class SafeRestartScreen(ModalScreen[None]):
         self.wait_text = hosttext.lines(status.describe())  # process names from nvidia-smi are host text
         if self.is_mounted:
             self.query_one("#wait", Static).update(self.wait_text)
+
+    def close(self) -> None:
+        """Dismiss the screen if it is still shown (the sequence ended)."""
+        if self.is_attached and self.app.screen is self:
+            self.dismiss(None)
+        elif self.is_attached:
+            self.app.call_later(self.close)  # a confirmation is above it: after that one
 
     def action_abort(self) -> None:
         if self.worker is not None:
@@ -255,8 +268,10 @@ class ActionController:
         finally:
             self.busy.discard(p.host)
 
-    def _tell(self, result: ActionResult) -> None:
-        self.app.notify(result.summary(), title="action" if result.ok else "action failed",
+    def _tell(self, result: ActionResult, then: str = "") -> None:
+        """The result as a notification; ``then``: a sentence on what it means for the sequence."""
+        text = result.summary() + (f"\n{then}" if then else "")
+        self.app.notify(text, title="action" if result.ok else "action failed",
                         severity="information" if result.ok else "error", markup=False)
 
     async def _safe_restart(self, watcher: HostWatcher, screen: SafeRestartScreen) -> None:
@@ -269,8 +284,7 @@ class ActionController:
             screen.step(f"stopping: {stop.shown}")
             result = await self._execute(stop)
             if not result.ok:
-                self._tell(result)
-                screen.step("stop failed: the unit was not started again")
+                self._tell(result, f"safe restart stopped: the stop failed, {spec.unit} was not started")
                 self._audit(start, "cancelled", "the stop failed")
                 return
             wait = GpuReleaseWait(before, clock.now(), timeout_s=self.safe_restart_timeout_s)
@@ -304,15 +318,16 @@ class ActionController:
                         return
             screen.step(f"starting: {start.shown}")
             result = await self._execute(start)
-            self._tell(result)
-            if screen.is_attached:
-                screen.dismiss(None)
+            self._tell(result, "" if result.ok else f"safe restart: the start failed, {spec.unit} is not running")
         except asyncio.CancelledError:  # Cancel on the progress screen
             self._audit(start, "cancelled", "safe restart cancelled by the operator; the unit stays stopped")
             self.app.notify(f"{host}: safe restart cancelled: {spec.unit} may stay stopped",
                             severity="warning", markup=False)
             raise
         finally:
+            # However it ended (done, failed, cancelled, or an error the worker handler names), the
+            # progress screen closes: it never stays open with nothing left to do.
+            screen.close()
             self.busy.discard(host)
 
     # --- audit ---------------------------------------------------------------------------------------

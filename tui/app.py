@@ -3,8 +3,15 @@
 Data flow: each :class:`~probes.watch.HostWatcher` marks its host dirty when its model changes
 (cheap, any rate). A real-time timer (``Config.repaint_hz``, at most 10 Hz, on the detail screen;
 ``Config.overview_hz``, 2 Hz, on the overview) takes one snapshot per dirty host and hands it to the screens, so state updates coalesce per host while log entries are
-never dropped (screens pull them by sequence number). A 1 Hz tick moves the shared "now" that the
-cards' clocks and the stall verdicts read.
+never dropped (screens pull them by sequence number).
+
+One clock for the screen: :attr:`UpwatchApp.now` moves only on the tick (once a clock second,
+at most 10 times a real second: the demo's sped-up clock ticks more often), and every snapshot is
+judged at it, so a card's times ("in Graph capture 1m12s", "since start"), its ETA and "slower than
+usual", and its verdict ("No log line for 1m10s") are all ``now`` minus the state's own stamps at
+the same ``now`` and cannot contradict each other. A tick marks every host for judging again at
+the new ``now``; the flush that follows (stepwise, one host per event-loop turn) hands each card its
+state and that ``now`` together, then the new ``now`` to every screen.
 """
 
 from __future__ import annotations
@@ -53,6 +60,9 @@ class UpwatchApp(App[None]):
         self.config = config
         self.clock = clock or WallClock()
         self.title = one_line(config.title)
+        #: The screen's one "now" (epoch seconds): every snapshot is judged at it (see the module doc).
+        self.now: float = self.clock.now()
+        self._now_shown: float | None = None  # the ``now`` the screens were last given
         self.watchers: dict[str, HostWatcher] = {}
         self.history: History | None = History() if history == "default" else history  # type: ignore[assignment]
         for spec in config.hosts:
@@ -93,7 +103,14 @@ class UpwatchApp(App[None]):
             for w in self.watchers.values():
                 self.run_worker(w.run(), name=f"watch {w.name}", group="watchers", exit_on_error=False)
         self.set_interval(1.0 / min(10.0, max(0.5, self.config.repaint_hz)), self._timed_flush, name="repaint")
-        self.set_interval(1.0, self.tick, name="clock")
+        self.set_interval(self.tick_s, self.tick, name="clock")
+
+    @property
+    def tick_s(self) -> float:
+        """Real seconds between ticks: one clock second (the demo's clock runs ``speed`` times
+        faster), at most 10 ticks a second."""
+        speed = getattr(self.clock, "speed", 1.0)
+        return 1.0 / min(10.0, max(1.0, float(speed)))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """One handler for every worker error: a watcher that dies is reported, the app lives on."""
@@ -131,12 +148,15 @@ class UpwatchApp(App[None]):
             pass
 
     def _flush_steps(self) -> Iterator[None]:
-        if not self._dirty or self._exit:
+        if self._exit:
+            return
+        if not self._dirty:
+            self._show_now()
             return
         dirty, self._dirty = self._dirty, set()
         self.repaints += 1
         for name in sorted(dirty):
-            state = self.watchers[name].state()
+            state = self.watchers[name].state(self.now)
             if self._pushed.get(name) is state:
                 continue  # nothing new (the model caches its snapshot until it changes)
             self._pushed[name] = state
@@ -145,16 +165,33 @@ class UpwatchApp(App[None]):
                 if isinstance(screen, (OverviewScreen, DetailScreen)) and screen.is_mounted:
                     screen.update_host(state)
             yield
+        self._show_now()
 
-    def tick(self) -> None:
-        """The shared 1 Hz clock: cards redraw their durations, verdicts are judged again."""
-        if self._exit:
-            return  # timers fire until the app has gone; the screens are being torn down
-        now = self.clock.now()
+    def _show_now(self) -> None:
+        """Give the screens :attr:`now` once it moved (the cards of every host flushed since have
+        their state judged at it)."""
+        if self._now_shown == self.now or self._exit:
+            return
+        self._now_shown = now = self.now
         for screen in self.screen_stack:
             if isinstance(screen, (OverviewScreen, DetailScreen)) and screen.is_mounted:
                 screen.set_now(now)
+
+    def tick(self) -> None:
+        """The shared clock: :attr:`now` moves and every host is marked to be judged again at it;
+        a stepwise flush right after hands the screens the new states, then the new ``now`` (cards
+        redraw their durations). Tests call :meth:`flush` after it to have it all at once."""
+        if self._exit:
+            return  # timers fire until the app has gone; the screens are being torn down
+        self.now = self.clock.now()
         self._dirty.update(self.watchers)
+        self.call_later(self._tick_flush)
+
+    async def _tick_flush(self) -> None:
+        for _ in self._flush_steps():
+            await asyncio.sleep(0)
+            if self._exit:
+                return
 
     # --- actions ---------------------------------------------------------------------------------
 

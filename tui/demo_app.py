@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from probes.clock import Clock, ScaledClock
-from probes.history import History, StartRecord
+from probes.history import History, StartRecord, phase_durations
 from probes.journal import parse_record
 from probes.model import HostModel
 from probes.replay import ReplayRunner, Scenario
@@ -15,7 +15,9 @@ from tui.config import Config
 from tui.demo import demo_scenarios
 
 
-#: Earlier starts seeded into the demo's history: each phase's duration times these factors.
+#: Earlier starts seeded into the demo's history: each phase's duration times these factors (the
+#: README says: six earlier starts, each phase within ±12% of this start's; tests/test_demo_history.py
+#: checks it against what is written).
 _EARLIER = (0.92, 1.0, 1.06, 0.97, 1.12, 1.0)
 #: The hung host's earlier starts got through graph capture and warm-up in these many seconds.
 _HUNG_REST_S = (("graph_capture", 95.0), ("warmup", 20.0))
@@ -24,8 +26,10 @@ _HUNG_REST_S = (("graph_capture", 95.0), ("warmup", 20.0))
 def seed_demo_history(history: History, scenarios: list[Scenario]) -> int:
     """Write made-up earlier starts of the demo's hosts into ``history``, so the cards show typical
     durations, an ETA and "slower than usual": for each scenario that does not fail, six starts a
-    day apart whose phases took what the scenario's own start takes (times
-    :data:`_EARLIER`); the hung host's earlier starts finished graph capture (:data:`_HUNG_REST_S`).
+    day apart whose phases took what the scenario's own start takes (times :data:`_EARLIER`;
+    measured as the history measures a start, :func:`~probes.history.phase_durations`); the hung
+    host's earlier starts finished graph capture (:data:`_HUNG_REST_S`). All end before the
+    scenarios begin, so the demo's own starts never count as their own history.
     Returns the number of starts written."""
     written = 0
     for sc in scenarios:
@@ -36,7 +40,7 @@ def seed_demo_history(history: History, scenarios: list[Scenario]) -> int:
         st = model.state(end)
         if st.start_began is None or st.state == "failed" or st.restart_loop:
             continue  # the crash-looping host never had a good start to compare with
-        phases = [(sp.phase, sp.duration_s) for sp in st.phases if sp.duration_s is not None]
+        phases = list(phase_durations(st.phases))  # a phase the start comes back to counts once, summed
         if st.state != "ready":
             phases += [p for p in _HUNG_REST_S if p[0] not in dict(phases)]
         for k, factor in enumerate(_EARLIER):

@@ -108,7 +108,8 @@ class OverviewScreen(Screen[None]):
     def update_host(self, state: HostState) -> None:
         if not self._ready or not self.query(CardGrid):
             return
-        self.grid.update_host(state)
+        # The state was judged at the app's one "now": the card gets both at once (tui/app.py).
+        self.grid.update_host(state).now = self.app.now  # type: ignore[attr-defined]
         self._states[state.host] = state
         self.sub_title = summary(self._states.values())
 
@@ -119,9 +120,9 @@ class OverviewScreen(Screen[None]):
     def on_mount(self) -> None:
         self._ready = True
         app = self.app
-        now = app.clock.now()  # type: ignore[attr-defined]
+        now = app.now  # type: ignore[attr-defined]  # the screen's one clock (tui/app.py)
         for name in self.hosts:
-            self.update_host(app.watchers[name].state())  # type: ignore[attr-defined]
+            self.update_host(app.watchers[name].state(now))  # type: ignore[attr-defined]
         self.grid.set_now(now)
         cards = list(self.query(HostCard))
         if cards:
@@ -210,20 +211,21 @@ class DetailScreen(Screen[None]):
         self._ready = True
         self.sub_title = plain(self.watcher.name, max_chars=80)  # host text: no escapes
         self.on_resize(None)
-        self.update_host(self.watcher.state())
-        self.set_now(self.app.clock.now())  # type: ignore[attr-defined]
+        self.update_host(self.watcher.state(self.app.now))  # type: ignore[attr-defined]
+        self.set_now(self.app.now)  # type: ignore[attr-defined]
         self.log_pane.focus()
 
     def update_host(self, state: HostState) -> None:
         if state.host != self.watcher.name or not self._ready or not self.query(HostCard):
             return
-        now = self.app.clock.now()  # type: ignore[attr-defined]
+        now = self.app.now  # type: ignore[attr-defined]  # the one the state was judged at
         try:  # mounting or being torn down: the panels come and go one by one
             card, timeline = self.query_one(HostCard), self.query_one(PhaseTimeline)
             gpus, unit = self.query_one(GpuHistory), self.query_one(UnitPanel)
         except NoMatches:
             return
         card.state = state
+        card.now = now
         timeline.update_state(state, now)
         gpus.update_state(state)
         unit.update_state(state, now)
@@ -248,7 +250,7 @@ class DetailScreen(Screen[None]):
         if not self._ready or not self.query(HostCard):
             return  # not composed yet, or being torn down (the app's timers fire until exit)
         self.query_one(HostCard).now = now
-        state = self.watcher.state()
+        state = self.watcher.state(now)
         self.query_one(PhaseTimeline).update_state(state, now)
         self.query_one(UnitPanel).update_state(state, now)
 
