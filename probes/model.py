@@ -307,9 +307,16 @@ class HostModel:
         # The start began with its first line (a systemd "Started" line comes before the server's
         # own lines, and the reader's first phase mark can be later than it).
         first = _iso_to_epoch(r.began)
-        if spans and first is not None and spans[0].began is not None and first < spans[0].began \
-                and spans[0].phase != "starting":
-            spans.insert(0, PhaseSpan("starting", first, spans[0].began - first, ""))
+        if spans and first is not None and spans[0].began is not None and first < spans[0].began:
+            if spans[0].phase != "starting":
+                spans.insert(0, PhaseSpan("starting", first, spans[0].began - first, ""))
+            else:
+                # The reader names "starting" after the server's own first line, which can come
+                # seconds after systemd's "Started": the phase began with the start, and does not
+                # move (an "in Starting 15s" that fell back to 0s when the server's line came).
+                s0 = spans[0]
+                dur = s0.duration_s + (s0.began - first) if s0.duration_s is not None else None
+                spans[0] = PhaseSpan("starting", first, dur, s0.text)
             start_began = first
         if unit is not None and unit.started_at is not None and unit.running:
             if start_began is None or unit.started_at > start_began:

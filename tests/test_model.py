@@ -406,3 +406,23 @@ def test_the_log_pane_keeps_a_bounded_amount_of_what_a_host_sends() -> None:
     small = HostModel("h", "sglang.service")  # an entry under the cap is kept whole
     small.apply(Record(("y" * 3_000_000,), "c", None, "1", "python3", "sglang.service", None, False))
     assert small.log[0].text == "y" * 3_000_000
+
+
+def test_a_start_begins_with_systemds_started_line_and_does_not_move() -> None:
+    """The demo's SGLang start (real journal records): systemd's "Started" comes 6 s before the
+    server's first line, which the reader names the "starting" phase by. The start and its first
+    phase begin at "Started" after every line: before, both jumped forward by 6 s at line 3, so
+    "in Starting 6s" fell back to 0s."""
+    from pathlib import Path
+
+    from probes.journal import parse_record
+
+    path = Path(__file__).parent.parent / "tui" / "scenarios" / "sglang-startup.all.jsonl"
+    m = HostModel("gpu-node-1", "sglang.service")
+    began = set()
+    for raw in path.read_bytes().split(b"\n")[:40]:
+        if raw.strip():
+            m.apply(parse_record(raw))
+            s = m.state(1_741_437_000.0)
+            began.add((s.start_began, s.phases[0].phase, s.phases[0].began))
+    assert began == {(1_741_436_938.0, "starting", 1_741_436_938.0)}  # 2025-03-08T12:28:58Z, "Started"
