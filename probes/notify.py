@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from probes.hosttext import one_line
 from probes.state import HostState
-from probes.verdict import PHASE_LABELS, cause_words, fmt_span, stall_limit
+from probes.verdict import failed_words, fmt_span, stall_limit
 
 #: Notice kinds.
 KINDS = ("ready", "failed", "restart_loop", "stalled")
@@ -159,8 +159,7 @@ def notices(prev: HostState | None, cur: HostState, since: float,
         sentence = _verdict_sentence(cur, ("failed", "unit_failed")) if cur.state == "failed" else None
         if sentence is None:
             phase = cur.failed_starts[-1].phase if cur.failed_starts and cur.state != "failed" else cur.phase
-            sentence = (f"Start failed in {PHASE_LABELS.get(phase, phase)}: "
-                        f"{cause_words(cur.cause or (cur.error.cause if cur.error is not None else None))}.")
+            sentence = failed_words(phase, cur.cause or (cur.error.cause if cur.error is not None else None))
         current = cur.failed_at is not None and (new_line or at == cur.failed_at)
         add("failed", sentence, at, f"failed:{cur.failed_at}" if current else f"failed:start:{cur.start_began}")
 

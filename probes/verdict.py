@@ -72,6 +72,15 @@ def cause_words(cause: str | None) -> str:
     return CAUSE_WORDS.get(cause, cause.replace("_", " "))
 
 
+def failed_words(phase: str, cause: str | None) -> str:
+    """The sentence for a start that failed in ``phase`` (a phase id): ``Start failed in Graph
+    capture: CUDA out of memory.``, or, for a server that was ready, ``Crashed while serving
+    (ready): killed by a signal.`` (it did not fail to start)."""
+    if phase == "ready":
+        return f"Crashed while serving (ready): {cause_words(cause)}."
+    return f"Start failed in {PHASE_LABELS.get(phase, phase)}: {cause_words(cause)}."
+
+
 def reconnect_words(s: HostState) -> str:
     """``reconnecting (attempt 3), last data 12:03:01`` for a stale host (local clock time), or
     ``connecting (attempt 3), no data yet`` for one that never answered."""
@@ -278,9 +287,8 @@ def verdict_for(s: HostState, now: float, stall_after: Mapping[str, float] | Non
     if s.state == "failed" and s.error is None and u is not None and u.active_state == "failed":
         return _unit_failed(s)
     if s.state == "failed":
-        where = PHASE_LABELS.get(s.phase, s.phase)
         ev: list[str] = [f"decisive line: {s.error.text[:160]}"] if s.error is not None else []
-        sentence = f"Start failed in {where}: {cause_words(cause)}."
+        sentence = failed_words(s.phase, cause)
         if orphans and cause in ("cuda_oom", "insufficient_free_memory"):
             words, oev = _orphan_words(orphans)
             sentence = sentence[:-1] + f"; {words}."
@@ -347,7 +355,7 @@ def verdict_for(s: HostState, now: float, stall_after: Mapping[str, float] | Non
                                 f"holds memory: is it on the GPUs you think (CUDA_VISIBLE_DEVICES)?")
     if s.state == "loading" and s.error is not None and s.starts >= 2:
         n = f", restart counter at {s.restart_counter}" if s.restart_counter is not None else ""
-        return Verdict("warning", kind="previous_failed", sentence=f"The previous start failed with {cause_words(s.error.cause)}; "
+        return Verdict("warning", kind="previous_failed", sentence=f"The previous start failed: {cause_words(s.error.cause)}; "
                                   f"this is start {s.starts}{n}.")
     if s.typical is not None and s.state == "loading":
         slow = slower_sentence(s, now)

@@ -185,7 +185,7 @@ def test_a_start_after_a_failed_one_says_so():
                  error=ErrorLine(7, "torch.OutOfMemoryError: CUDA out of memory.", "cuda_oom", ""))
     v = verdict_for(s, 1001.0)
     assert v.level == "warning"
-    assert v.sentence == "The previous start failed with CUDA out of memory; this is start 2, restart counter at 1."
+    assert v.sentence == "The previous start failed: CUDA out of memory; this is start 2, restart counter at 1."
 
 
 def test_headline_is_the_worst_that_is_true_and_the_summary_puts_it_first():
@@ -426,3 +426,12 @@ def test_a_start_begins_with_systemds_started_line_and_does_not_move() -> None:
             s = m.state(1_741_437_000.0)
             began.add((s.start_began, s.phases[0].phase, s.phases[0].began))
     assert began == {(1_741_436_938.0, "starting", 1_741_436_938.0)}  # 2025-03-08T12:28:58Z, "Started"
+
+
+def test_a_server_that_dies_while_serving_did_not_fail_to_start() -> None:
+    """A start killed once ready reads 'Crashed while serving (ready)' (it read 'Start failed in
+    Ready', as if it had not started), and a later start's note says 'failed: <cause>'."""
+    from probes.verdict import failed_words
+
+    assert failed_words("ready", "signal") == "Crashed while serving (ready): killed by a signal."
+    assert failed_words("graph_capture", "cuda_oom") == "Start failed in CUDA graph capture: CUDA out of memory."

@@ -30,7 +30,7 @@ from tui.screens import HelpScreen, OverviewScreen
 from pilot_wait import until
 
 T0 = 1_764_000_000.0
-READY_LINE = "gpu-node-1 sglang.service: ready after 2m22s"  # the demo's gpu-node-1 logs ready at 158 s
+READY_LINE = "gpu-node-1 sglang.service: ready after 2m38s"  # the demo's gpu-node-1 logs ready at 158 s
 HOOK_PATH = "/services/T000/B000/s3cr3t"
 
 
@@ -176,7 +176,7 @@ async def test_webhook_posts_the_notice_as_json_to_a_real_server(hook: Hook) -> 
         await until("delivered", lambda: app.notifier.delivered.get(label), pilot)
         assert hook.requests == [{"path": HOOK_PATH, "type": "application/json", "body": {
             "text": READY_LINE, "host": "gpu-node-1", "unit": "sglang.service", "kind": "ready",
-            "sentence": "ready after 2m22s", "time": T0 + 158.0}}]
+            "sentence": "ready after 2m38s", "time": T0 + 158.0}}]
         assert app.notifier.delivered == {label: 1} and app.notifier.failures == {}
         assert toasts == []  # the host's channels are the webhook alone
         await advance_demo(app, clock, pilot, 100)  # the other hosts' events go nowhere; no repeat
