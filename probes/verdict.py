@@ -204,8 +204,14 @@ def _restart_loop(s: HostState, now: float, gave_up: bool) -> Verdict:
     span = ""
     began = [_iso_epoch(f.began) for f in fs]
     began = [b for b in began if b is not None]
-    if len(began) >= 2:
-        span = f" in {fmt_span(now - began[0]) if s.state != 'failed' else fmt_span(began[-1] - began[0])}"
+    # One figure however long the screen stays: from the first failed start's beginning to the
+    # last failure (its decisive line; else the beginning of the start after it).
+    # It grew with the clock while a new start loaded ("2 failed in 2m45s", then "3 in 1m54s").
+    end = s.failed_at if s.failed_at is not None else s.start_began
+    if end is None and len(began) >= 2:
+        end = began[-1]
+    if began and end is not None and end >= began[0] and (len(began) >= 2 or s.state != "failed"):
+        span = f" in {fmt_span(end - began[0])}"
     if causes and len(set(causes)) == 1 and causes[0] is not None:
         last = fs[-1]
         where = f" during {PHASE_LABELS.get(last.phase, last.phase).lower()}" if last.phase not in ("starting",) else ""
@@ -370,21 +376,24 @@ def verdict_for(s: HostState, now: float, stall_after: Mapping[str, float] | Non
 
 
 #: Headlines in the order an operator must see them (worst first).
-HEADLINES = ("failed", "unreachable", "cannot see", "no such unit", "restart loop", "stalled", "loading", "ready",
+HEADLINES = ("failed", "unreachable", "ssh refused", "cannot see", "no such unit", "restart loop", "stalled", "loading", "ready",
              "stopped", "waiting")
 
 
 def headline(s: HostState) -> str:
     """A host's condition in one or two words, worse than its start's state when the verdict says
-    so: ``failed``, ``unreachable`` (never reached, or the SSH login is refused), ``cannot see``
+    so: ``failed``, ``unreachable`` (never reached), ``ssh refused`` (reached, but the login or its
+    host key is refused: the verdict says how to fix it), ``cannot see``
     (the unit or the journal cannot be read: the verdict says why), ``no such unit``,
     ``restart loop``, ``stalled`` (a loading start gone silent), ``loading``, ``ready``,
     ``stopped``, ``waiting``."""
     if s.state == "failed":
         return "failed"
     kind = s.verdict.kind if s.verdict is not None else ""
-    if kind == "ssh" or (s.stale_since is not None and s.updated is None):
-        return "unreachable"  # never got through, or the login is refused: nothing is known
+    if kind == "ssh":
+        return "ssh refused"  # the host answered; its key or the login was refused: nothing is known
+    if s.stale_since is not None and s.updated is None:
+        return "unreachable"  # never got through: nothing is known
     if kind == "cannot_see":
         return "cannot see"
     if kind == "not_found":

@@ -33,7 +33,7 @@ async def test_navigate_open_filter_jump_to_error_and_quit():
         assert app.screen.focused is cards[0]
         text = _screen_text(app)
         assert "4 hosts: 1 failed · 1 stalled · 2 ready" in text
-        assert "Restart loop: 3 starts failed in 1m54s, each CUDA out of memory" in text
+        assert "Restart loop: 3 starts failed in 2m44s, each CUDA out of memory" in text
         assert "the start looks hung" in text
 
         await pilot.press("down")  # the grid has two columns: down is the card below

@@ -163,3 +163,17 @@ def test_wait_gives_up_at_once_on_a_lasting_reason_and_after_a_while_on_another(
     assert outcome(other, 0, "ready", now=T0 + 1) is None
     assert outcome(other, 0, "ready", now=T0 + BLIND_GIVE_UP_S) == EXIT_UNREACHABLE
     assert outcome(download, 0, "ready", now=T0 + 999) is None  # a download folder is not the unit
+
+
+def test_a_refused_host_key_or_login_is_not_called_unreachable() -> None:
+    """The host answered and its key (or the login) was refused: the card's word says that, not
+    UNREACHABLE (a new user took a changed host key for a dead link)."""
+    from probes.state import ProbeFailure
+    from probes.verdict import headline
+
+    for kind in ("host_key", "auth"):
+        m, _, _ = _model()
+        m.apply(ProbeFailure(T0 + 1, "unit", kind, "the host key of 127.0.0.1:2203 CHANGED ...: ssh-keygen -R ...",
+                             attempt=1))
+        s = m.state(T0 + 2)
+        assert s.verdict is not None and s.verdict.kind == "ssh" and headline(s) == "ssh refused"

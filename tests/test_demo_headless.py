@@ -51,7 +51,7 @@ async def test_each_demo_host_reaches_its_recorded_end(demo):
     assert (b.engine, b.state, b.cause, b.restart_loop) == ("vllm", "failed", "cuda_oom", True)
     assert b.restart_counter == 3 and b.readiness == "inactive"
     assert b.verdict is not None and b.verdict.level == "error"
-    assert b.verdict.sentence == ("Restart loop: 3 starts failed in 1m54s, each CUDA out of memory during init; "
+    assert b.verdict.sentence == ("Restart loop: 3 starts failed in 2m44s, each CUDA out of memory during init; "
                                   "systemd gave up (start limit): fix it, then systemctl reset-failed.")
 
     c = w["gpu-node-3"].state()

@@ -45,7 +45,7 @@ def test_vllm_restart_loop_gives_error_verdict_with_cause_and_counter():
     assert s.state == "failed" and s.restart_loop and s.cause == "cuda_oom"
     assert s.restart_counter == 3 and s.starts == 3
     assert s.verdict is not None and s.verdict.level == "error"
-    assert s.verdict.sentence == ("Restart loop: 3 starts failed in 1m54s, each CUDA out of memory during init; "
+    assert s.verdict.sentence == ("Restart loop: 3 starts failed in 2m44s, each CUDA out of memory during init; "
                                   "systemd gave up (start limit): fix it, then systemctl reset-failed.")
     assert s.verdict.evidence[:3] == ("start 1: CUDA out of memory in Init at 03:21:02",
                                       "start 2: CUDA out of memory in Init at 03:21:59",

@@ -150,7 +150,7 @@ def test_restart_loop_is_told_once_per_loop_not_per_failed_start() -> None:
     loop = _loop(SINCE + 70)
     [n] = notices(first_fail, loop, SINCE)
     assert (n.kind, n.time) == ("restart_loop", SINCE + 70)
-    assert n.sentence == "Restart loop: 2 starts failed in 2m12s, each CUDA out of memory during init; starting again."
+    assert n.sentence == "Restart loop: 2 starts failed in 2m10s, each CUDA out of memory during init; starting again."
     # The loop goes on: a further failed start is not told again ...
     assert notices(loop, _loop(SINCE + 130), SINCE) == []
     # ... until systemd gives up: that is told, as a failure, with the loop's sentence.
@@ -222,3 +222,12 @@ def test_text_has_no_control_characters_and_urls_hide_their_path() -> None:
     assert url_label("https://hooks.slack.com/services/T0/B0/s3cr3t") == "https://hooks.slack.com/…"
     assert url_label("http://user:pw@127.0.0.1:8080/") == "http://127.0.0.1:8080"
     assert url_label("http://[::1]:9/x?token=1") == "http://[::1]:9/…"
+
+
+def test_a_restart_loops_sentence_does_not_grow_with_the_clock() -> None:
+    """The span is from the first failed start's beginning to the last failure: the same figure at
+    any later moment (it was 'now - first start', so '2 failed in 1m55s' grew each second, then
+    fell to '3 failed in 1m54s' when the third failed)."""
+    s = _loop(SINCE + 70)
+    assert judge(s, SINCE + 75).verdict.sentence == judge(s, SINCE + 500).verdict.sentence
+    assert " 2 starts failed in 2m10s," in judge(s, SINCE + 500).verdict.sentence

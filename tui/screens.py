@@ -70,7 +70,7 @@ def summary(states) -> str:
     stale = 0
     for s in states:
         h = headline(s)
-        if s.stale_since is not None and h != "unreachable":
+        if s.stale_since is not None and h not in ("unreachable", "ssh refused"):
             stale += 1  # its state is only the last known one: counted as stale, nothing else
             continue
         counts[h] = counts.get(h, 0) + 1

@@ -59,7 +59,7 @@ _LEVEL_CLASSES = ("-ok", "-info", "-warning", "-error")
 _STATE_DECIDES = {*STATE_CLASSES.values(), "-warning", "-stale"}
 #: Component class (and bold) of each start state's word and of each readiness rung.
 _STATE_LOOK = {"waiting": "muted", "loading": "busy", "ready": "ok", "failed": "error", "stopped": "warn",
-               "stalled": "warn", "restart loop": "error", "unreachable": "error", "cannot see": "warn",
+               "stalled": "warn", "restart loop": "error", "unreachable": "error", "ssh refused": "error", "cannot see": "warn",
                "no such unit": "error"}
 _RUNG_LOOK = {"inactive": ("error", False), "port_closed": ("warn", False), "http_unhealthy": ("warn", False),
               "healthy": ("ok", False), "serving": ("ok", True), "unknown": ("muted", False)}
