@@ -138,9 +138,12 @@ def test_a_block_device_is_refused(tmp_path: Path) -> None:
 # --- replay: an empty log, text and JSON agree ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("content", [b"", b"\n \n\r\n"], ids=["empty", "blank-lines"])
+@pytest.mark.parametrize("content", [b"", b"\n \n\r\n", b"root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/:/bin/sh\n",
+                                     b"hello world\n", b"{\n", b"foo: bar\n"],
+                         ids=["empty", "blank-lines", "passwd", "hello", "brace", "yaml"])
 def test_a_log_without_a_start_is_none_in_json_as_in_text(tmp_path: Path, content: bytes) -> None:
-    """The text said "NO SERVER START FOUND", --json said "state": "loading"."""
+    """The text said "NO SERVER START FOUND", --json said "state": "loading"; and text that names no
+    engine, phase, failure or progress (/etc/passwd, a word) read "LOADING: Starting", 1 start."""
     path = tmp_path / "x.log"
     path.write_bytes(content)
     text = upwatch("replay", str(path))

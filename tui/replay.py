@@ -52,15 +52,32 @@ def _plural(n: int, word: str) -> str:
 NO_START = "none"
 
 
+def found_start(reading: Reading) -> bool:
+    """Whether a saved log holds a server start: a start the reader counted (``starts``) that
+    something names as one: an engine, a phase past ``starting``, a failure or suspect, a ready line,
+    or progress. Any text is a start to the reader (a live unit's first lines are one before they
+    name anything), but ``/etc/passwd`` is not a server loading."""
+    if reading.starts == 0:
+        return False
+    if reading.engine not in (None, "unknown") or reading.state != "loading":
+        return True
+    return bool(reading.error or reading.suspects or reading.progress is not None or reading.starts > 1
+                or any(p.phase != "starting" for p in reading.phases))
+
+
 def replay_json(reading: Reading) -> dict:
     """The object ``upwatch replay --json`` prints: :meth:`Reading.to_json`, with ``state``
-    :data:`NO_START` (and ``phase`` null) when the log holds no server start (``starts == 0``),
+    :data:`NO_START` (and ``phase`` null) when the log holds no server start (:func:`found_start`),
     which the text form reports as "NO SERVER START FOUND"; the reader itself calls such a log a
     start not yet begun (``loading``, ``starting``), which is true for a live journal but not for a
     saved log that has ended."""
     out = reading.to_json()
-    if reading.starts == 0:
+    if not found_start(reading):
         out["state"] = NO_START
+        out["starts"] = 0
+        out["phases"] = []
+        if "phases_seen" in out:
+            out["phases_seen"] = []
         out["phase"] = None
     return out
 
@@ -68,7 +85,8 @@ def replay_json(reading: Reading) -> dict:
 def format_timeline(reading: Reading, name: str) -> str:
     """The replay report: header, one row per phase of the last start, then the outcome."""
     engine = ENGINES[reading.engine].label if reading.engine in ENGINES else "unknown engine"
-    head = f"{name}: {engine}, {_plural(reading.lines, 'line')}, {_plural(reading.starts, 'start')}"
+    found = found_start(reading)
+    head = f"{name}: {engine}, {_plural(reading.lines, 'line')}, {_plural(reading.starts if found else 0, 'start')}"
     if reading.bad_lines:
         head += f", {_plural(reading.bad_lines, 'unreadable record')}"
     if reading.service is not None:
@@ -76,7 +94,7 @@ def format_timeline(reading: Reading, name: str) -> str:
         if reading.engine_services > 1:
             head += f" (the worst of {reading.engine_services} engine services)"
     out = [head, ""]
-    if reading.starts == 0:
+    if not found:
         out.append("NO SERVER START FOUND: nothing in this log comes from a server start (is it the right file?)")
         return "\n".join(out) + "\n"
     prog = reading.progress
