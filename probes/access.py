@@ -28,7 +28,8 @@ import re
 #: failure of the command (its own message is the "what").
 REASONS: dict[str, tuple[str, str]] = {
     "sudo_missing": ("sudo is not installed on the host, and sudo = true is set for it",
-                     "install sudo there, or set sudo = false and add the SSH user to the systemd-journal group"),
+                     "install sudo there, or set sudo = false (root reads the journal and the unit without it; "
+                     "another user needs the systemd-journal group)"),
     "sudo_refused": ("sudo -n refused",
                      "allow journalctl and systemctl for the SSH user without a password (NOPASSWD in sudoers)"),
     "no_systemd": ("systemd is not running on the host",

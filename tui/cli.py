@@ -125,7 +125,7 @@ def build_dashboard_parser() -> argparse.ArgumentParser:
                "  history [HOST]     how long earlier starts took (medians per phase)\n"
                "  (upwatch COMMAND --help for more)\n"
                "Durations (--timeout): 15s, 5m, 1h, 1h30m or plain seconds. Ctrl-C ends any command with\n"
-               "exit status 130 and one line on stderr (status --watch: 0).\n\n"
+               "exit status 130 and one line on stderr (status --watch and the dashboard, once running: 0).\n\n"
                f"{_EXAMPLE}",
     )
     _add_common(parser)
@@ -201,9 +201,10 @@ def build_parser() -> argparse.ArgumentParser:
     waiter = sub.add_parser(
         "wait", help="block until a host's unit is ready (for scripts)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Block until the unit's current process is ready: a start that began after this command\n"
-                    "(after the restart, with --restart), the engine's ready line, and /health OK answered by\n"
-                    "that process; with --until serving also a one-token generation.\n\n"
+        description="Block until the unit's current start is ready: its engine's ready line, and /health OK\n"
+                    "answered by that process; with --until serving also a one-token generation. A start that is\n"
+                    "already ready answers at once (exit 0), one that already failed too (exit 1); with --restart\n"
+                    "only a start that began after the restart counts.\n\n"
                     f"{_WHERE}\n{_QUICK}\n\n"
                     "Exit status: 0 ready, 1 the start failed (the decisive line and hint are printed),\n"
                     "2 restart loop, 3 timeout, 4 unreachable, not allowed or cannot see (SSH; sudo missing\n"

@@ -54,8 +54,10 @@ Card: host · unit · engine · readiness · restarts, the phase bar
 (current phase lit, progress inside), time in phase and since start,
 GPU memory and utilisation, the last log line, and what is wrong.
 Readiness: not running → port closed → HTTP unhealthy → healthy → serving.
-The card's first word is the worst that is true: FAILED, RESTART LOOP,
-STALLED (no log line for minutes while loading), LOADING, READY.
+The card's first word is the worst that is true: FAILED, UNREACHABLE
+(never reached), SSH REFUSED (host key or login refused), CANNOT SEE
+(the unit or journal cannot be read), NO SUCH UNIT, RESTART LOOP,
+STALLED (no log line for minutes while loading), LOADING, READY, STOPPED.
 STALE: the host stopped answering; the card keeps the last known state.
 """
 
