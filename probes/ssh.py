@@ -73,7 +73,8 @@ def parse_target(target: str) -> tuple[str | None, str, int | None]:
     the config (or asyncssh's defaults: the local user, port 22) decides.
 
     Raises:
-        ValueError: empty host or a port that is not a number in 1..65535.
+        ValueError: empty host, a name longer than DNS allows (253 characters, 63 a label), or a
+            port that is not a number in 1..65535.
     """
     user: str | None = None
     rest = target
@@ -96,6 +97,10 @@ def parse_target(target: str) -> tuple[str | None, str, int | None]:
         host = rest  # a name, an IPv4 address, or a bare IPv6 address
     if not host:
         raise ValueError(f"no host in SSH target {target!r}")
+    if ":" not in host and (len(host) > 253 or any(len(label) > 63 for label in host.split("."))):
+        # RFC 1035 2.3.4: no name that long resolves (it failed later, as an IDNA codec error).
+        raise ValueError(f"{host[:40]}... is not a host name: a name has at most 253 characters and each "
+                         f"dot-separated part at most 63 (RFC 1035)")
     return user, host, port
 
 

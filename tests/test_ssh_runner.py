@@ -97,6 +97,12 @@ def test_parse_target() -> None:
     assert parse_target("fe80::1") == (None, "fe80::1", None)
     with pytest.raises(ValueError):
         parse_target("host:notaport")
+    # No name longer than DNS allows resolves: refused before connecting, not retried forever with
+    # an IDNA codec error as the reason (the fresh-user check's 260-character name).
+    assert parse_target(f"root@{'a' * 63}.example:2202")[1] == f"{'a' * 63}.example"
+    for name in ("h" * 64, "h" * 260, ".".join(["abc"] * 64)):
+        with pytest.raises(ValueError, match="is not a host name"):
+            parse_target(f"root@{name}:2202")
 
 
 # --- run -----------------------------------------------------------------------------------------
