@@ -60,8 +60,9 @@ class HostSpec:
         name: the host's name as shown on its card (unique among the hosts).
         unit: the systemd unit of the server, e.g. ``sglang.service``.
         port: the server's HTTP port on the host when ``health_url`` is not given; None means the
-            engine's default (:data:`DEFAULT_PORTS`, from ``engine`` or the one detected in the
-            log; 8000 while unknown).
+            port the start's log names, else the engine's default (:data:`DEFAULT_PORTS`, from
+            ``engine`` or the one detected in the log); with none of these known the health probe
+            does not guess a port: it fails with "no port known" until one is.
         engine: force the engine id; None detects it from the log.
         backlog: most journal entries read on first connect (the current start should fit).
         ssh: how to reach the host: an alias of ``~/.ssh/config``, ``[user@]host[:port]``, or
@@ -889,8 +890,21 @@ class HostWatcher:
                     # the runner has reconnected.
                     await client.aclose()
                     client = None
-                want = health_target(self.spec, self.model.reader.engine if self.spec.engine is None else None,
-                                     self.model.reader.reading().port)
+                log_port = self.model.reader.reading().port
+                engine = self.model.reader.engine if self.spec.engine is None else None
+                if (self.spec.port is None and self.spec.health_url is None and self.spec.engine is None
+                        and engine is None and log_port is None):
+                    # No port is known: not configured, no engine and no port in the log (the
+                    # journal may be unreadable). An answer, or none, on a guessed port says nothing
+                    # of this unit's server: do not probe, say why.
+                    if client is not None:
+                        await client.aclose()
+                        client, target = None, None
+                    self._fail("health", "command", f"{self.spec.name}: no port known for the server (no port or "
+                               "engine configured, none named in the log): set port = in hosts.toml")
+                    await self.clock.sleep(self.health_interval_s)
+                    continue
+                want = health_target(self.spec, engine, log_port)
                 if client is not None and want != target:
                     await client.aclose()  # the engine or the start's own port became known
                     client = None

@@ -365,3 +365,19 @@ def test_a_journal_follow_that_ends_on_the_host_is_not_a_lost_connection(
     journal = item["knowledge"]["journal"]
     assert journal["status"] == "failing" and "journalctl -f ended on the host" in journal["why"], journal
     assert item["verdict"]["kind"] == "cannot_see" and rc == 4 and "journalctl -f ended" in err
+
+
+def test_no_port_is_guessed_for_a_host_whose_log_cannot_be_read(
+        testhost: TestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # No port, engine or health_url configured, and the journal cannot be read (sudo missing), so
+    # nothing names the port: readiness read "port closed" for a probe of the fallback 8000, a port
+    # that was never the server's (fresh-user check). Now the health probe says why it cannot look.
+    extra = _sudo_missing(testhost, tmp_path)
+    testhost.seed_log("sglang-ok-01.log")
+    setup_home(tmp_path, monkeypatch, testhost)
+    cfg = hosts_toml(tmp_path, f'[[host]]\nname = "gpu-a"\nunit = "sglang.service"\n{extra}')
+    rc, out, err = run_cli(capsys, "status", "--json", "--timeout", "20", "--config", cfg)
+    item = json.loads(out)[0]
+    assert item["verdict"]["kind"] == "cannot_see" and item["readiness"] != "port_closed", item["readiness"]
+    health = item["knowledge"]["health"]
+    assert health["status"] == "failing" and "no port known for the server" in health["why"], health

@@ -484,7 +484,7 @@ def _shown(spec: HostSpec, key: str) -> str:
         return spec.target
     if key == "port" and value is None:
         return f"{DEFAULT_PORTS[spec.engine]} (the engine's)" if spec.engine in DEFAULT_PORTS else \
-            "(the detected engine's default)"
+            "(the port the log names, else the detected engine's default; none guessed before)"
     if key == "health_url" and value is None:
         return "(GET /health on the port, on the host)"
     if key == "hf_cache" and value is None:
