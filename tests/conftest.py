@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -37,19 +38,27 @@ def _own_data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
 # --- real test hosts (tests/testhost.py, tests/netns.py) ------------------------------------------
 
 
+@contextmanager
+def running_testhost(folder: Path, what: str, **kwargs: object) -> Iterator[TestHost]:
+    """A test host (:func:`testhost.start_testhost` with ``kwargs``) in ``folder``, stopped after,
+    even when the test failed; the test fails saying why when it cannot start."""
+    try:
+        host = start_testhost(folder, **kwargs)  # type: ignore[arg-type]
+    except (SshdError, OSError, RuntimeError) as exc:
+        pytest.fail(f"cannot start {what}: {exc}", pytrace=False)
+    try:
+        yield host
+    finally:
+        host.stop()
+
+
 @pytest.fixture
 def testhost(tmp_path: Path) -> Iterator[TestHost]:
     """A fake GPU host on a real sshd (tests/testhost.py) in its default state: ``active-running``
     for ``systemctl show``, 8 H100 rows, no compute apps, 5 journal entries of a real SGLang start,
     health 200. Stopped after the test, even when it failed."""
-    try:
-        host = start_testhost(tmp_path / "testhost")
-    except (SshdError, OSError, RuntimeError) as exc:
-        pytest.fail(f"cannot start the test host: {exc}", pytrace=False)
-    try:
+    with running_testhost(tmp_path / "testhost", "the test host") as host:
         yield host
-    finally:
-        host.stop()
 
 
 @pytest.fixture

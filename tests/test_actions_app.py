@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import Any
 
 from probes.actions import AuditLog
 from probes.clock import WallClock

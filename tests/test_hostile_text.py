@@ -20,13 +20,13 @@ import shlex
 import shutil
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sshd import SshdError
-from testhost import TestHost, _replace, _write_script, start_testhost
+from conftest import running_testhost
+from pilot_wait import until_sync
+from testhost import TestHost, _replace, _write_script
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -57,18 +57,6 @@ INVISIBLE_RE = re.compile("[\x00\x80-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060\
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
 
-def _until(what: str, check: Callable[[], object], deadline_s: float = 15.0) -> object:
-    """Poll ``check`` every 50 ms until it returns something truthy; fail after ``deadline_s``."""
-    end = time.monotonic() + deadline_s
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"{what}: not within {deadline_s:g} s")
-        time.sleep(0.05)
-
-
 class Tmux:
     """A private tmux server (its own socket) running one session."""
 
@@ -94,7 +82,7 @@ class Tmux:
             return seen[0] if all(n in seen[0] for n in needles) else ""
 
         try:
-            return _until(f"{needles} on the screen", shown, deadline_s)  # type: ignore[return-value]
+            return until_sync(f"{needles} on the screen", shown, deadline_s)  # type: ignore[return-value]
         except AssertionError as exc:
             raise AssertionError(f"{exc}; tmux paste buffers: {self('list-buffers')!r}; the screen was:\n"
                                  f"{seen[0]}") from None
@@ -106,14 +94,8 @@ class Tmux:
 
 @pytest.fixture
 def second_host(tmp_path: Path) -> Iterator[TestHost]:
-    try:
-        host = start_testhost(tmp_path / "host-b", hostname="gpu-node-2")
-    except (SshdError, OSError, RuntimeError) as exc:
-        pytest.fail(f"cannot start the second test host: {exc}", pytrace=False)
-    try:
+    with running_testhost(tmp_path / "host-b", "the second test host", hostname="gpu-node-2") as host:
         yield host
-    finally:
-        host.stop()
 
 
 def _make_hostile(a: TestHost, b: TestHost) -> None:
@@ -171,7 +153,7 @@ def test_hostile_host_text_reaches_the_terminal_as_plain_characters_only(
         tmux.keys("Tab", "r")                                            # restart the focused card's host
         if "on gpu-b?" in tmux.wait_for("restart sglang.service on gpu-"):  # cards are ordered by state
             tmux.keys("Escape")
-            _until("the dialog closed", lambda: "restart sglang.service on" not in tmux.screen())
+            until_sync("the dialog closed", lambda: "restart sglang.service on" not in tmux.screen())
             tmux.keys("Tab", "r")
             tmux.wait_for("restart sglang.service on gpu-a?")
         tmux.keys("Tab", "Enter")                                        # Confirm

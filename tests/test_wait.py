@@ -12,7 +12,8 @@ from probes.watch import HostSpec
 from systemd_host import SystemdHost, llm_unit
 from test_systemd_host import OOM_LINE, until
 from tui.config import Config
-from tui.wait import EXIT_FAILED, EXIT_LOOP, EXIT_READY, EXIT_TIMEOUT, EXIT_UNREACHABLE, parse_duration, run_wait
+from tui.duration import parse_duration
+from tui.wait import EXIT_FAILED, EXIT_LOOP, EXIT_READY, EXIT_TIMEOUT, EXIT_UNREACHABLE, run_wait
 
 FAST = Config(hosts=(), unit_interval_s=0.2, health_interval_s=0.2)
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from textual.app import App
 
 from probes.download import DownloadProgress
 from probes.reader import Progress

@@ -181,9 +181,9 @@ def format_host(spec: HostSpec, s: HostState, connection: str | None = None, now
         if f.probe != "gpu" and f.kind not in CONNECTION_KINDS:
             rows.append((f"{f.probe} error", f.message))
     rows.append(("connection", connection or connection_text(s)))
-    head = _oneline(f"{spec.name}  {s.unit} · {s.engine}")
+    head = one_line(f"{spec.name}  {s.unit} · {s.engine}")
     width = max(len(k) for k, _ in rows)
-    return "\n".join([head] + [f"  {k.ljust(width)}  {_oneline(v)}" for k, v in rows]) + "\n"
+    return "\n".join([head] + [f"  {k.ljust(width)}  {one_line(v)}" for k, v in rows]) + "\n"
 
 
 def state_text(s: HostState) -> str:
@@ -209,10 +209,6 @@ def state_text(s: HostState) -> str:
         phase += f" {p.done:g}/{p.total:g} ({p.fraction:.0%})"
     return s.state if phase.lower() == s.state else f"{s.state} · {phase}"
 
-
-def _oneline(text: str) -> str:
-    """Host text on one line, made safe by the one sanitiser (:func:`probes.hosttext.one_line`)."""
-    return one_line(text)
 
 
 class Answered:
@@ -459,7 +455,7 @@ def run_status(config: Config, *, as_json: bool, timeout_s: float, out: IO[str],
     except BrokenPipeError:
         quiet_stdout()  # `upwatch status | head`: the reader went away; the exit status still tells
     for spec, w in why:
-        print(f"upwatch status: {_oneline(spec.name)}: {_oneline(w)} (exit 4)", file=err)
+        print(f"upwatch status: {one_line(spec.name)}: {one_line(w)} (exit 4)", file=err)
     err.flush()
     return EXIT_UNREACHABLE if why else EXIT_OK
 

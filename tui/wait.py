@@ -32,7 +32,6 @@ from probes.state import HostState
 from probes.verdict import blind_failures, cannot_see_lasting, systemd_gave_up
 from probes.watch import HostSpec, HostWatcher
 from tui.config import Config
-from tui.duration import parse_duration  # noqa: F401  (the one parser, tui.duration; re-exported for callers of tui.wait)
 from tui.status import Answered, quiet_stdout, state_text
 from widgets.fmt import RUNG_WORDS
 
@@ -230,7 +229,7 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
             since = clock.now()
             result = await execute(plan(spec, "restart"), runner, AuditLog())
             if result.outcome != "ok":
-                err.write(f"{spec.name}: restart failed: {_oneline(result.output.strip()[-300:]) or result.outcome}\n")
+                err.write(f"{spec.name}: restart failed: {one_line(result.output.strip()[-300:]) or result.outcome}\n")
                 if result.outcome == "error" or _NOT_ALLOWED_RE.search(result.output) is not None:
                     return EXIT_UNREACHABLE
                 # systemd refused or the start failed at once: say why from the unit and the log
@@ -253,7 +252,7 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
                     code = None
             old = is_old(s, since)
             # download words are host text: through the one sanitiser
-            text = _oneline(tty_line(s, clock.now(), width - 22 if old else width) + (" (before the restart)" if old else "")
+            text = one_line(tty_line(s, clock.now(), width - 22 if old else width) + (" (before the restart)" if old else "")
                             if tty else describe(s, old=old))
             if code is None and not answered(w):
                 # the journal's backlog is still coming: its first lines are history
@@ -275,7 +274,7 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
                 if tty:
                     out.write("\n")
                 out.flush()
-                err.write(f"{spec.name}: not ready after {timeout_s:g} s: {_oneline(timeout_reason(s, since, until))}\n")
+                err.write(f"{spec.name}: not ready after {timeout_s:g} s: {one_line(timeout_reason(s, since, until))}\n")
                 err.flush()
                 return EXIT_TIMEOUT
             changed.clear()
@@ -284,15 +283,11 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
             except TimeoutError:
                 pass
     except ProbeError as exc:
-        err.write(f"{spec.name}: {_oneline(exc.message)}\n")
+        err.write(f"{spec.name}: {one_line(exc.message)}\n")
         return EXIT_UNREACHABLE if exc.kind in CONNECTION_KINDS else EXIT_FAILED
     finally:
         await w.stop()
 
-
-def _oneline(text: str) -> str:
-    """Host text on one line, made safe by the one sanitiser (:func:`probes.hosttext.one_line`)."""
-    return one_line(text)
 
 
 def _final(s: HostState, code: int, out: IO[str], err: IO[str]) -> None:
@@ -302,13 +297,13 @@ def _final(s: HostState, code: int, out: IO[str], err: IO[str]) -> None:
         out.write(f"{s.host}: ready ({s.readiness})\n")
         return
     if s.verdict is not None:
-        err.write(f"{s.host}: {_oneline(s.verdict.sentence)}\n")
+        err.write(f"{s.host}: {one_line(s.verdict.sentence)}\n")
     else:
-        err.write(f"{s.host}: {EXIT_CODES[code]} ({_oneline(state_text(s))})\n")
+        err.write(f"{s.host}: {EXIT_CODES[code]} ({one_line(state_text(s))})\n")
     if code in (EXIT_FAILED, EXIT_LOOP) and s.error is not None:
-        err.write(f"  decisive line: {_oneline(s.error.text)}\n")
+        err.write(f"  decisive line: {one_line(s.error.text)}\n")
         if s.hint:
-            err.write(f"  hint: {_oneline(s.hint)}\n")
+            err.write(f"  hint: {one_line(s.hint)}\n")
     err.flush()
 
 
