@@ -14,7 +14,7 @@ all of them watching ``--hosts`` simulated hosts (:class:`FloodRunner`), each ho
 
 * ``floor``: the load generator alone (every host's journal and GPU streams drained by a loop that
   only counts): what the fake hosts themselves cost, so it can be told apart from upwatch's cost;
-* ``noui``: one :class:`~probes.watch.HostWatcher` per host (``WallClock``), as the dashboard makes
+* ``noui``: one :class:`~probes.watch.watcher.HostWatcher` per host (``WallClock``), as the dashboard makes
   them (same intervals), on one asyncio loop; ``on_change`` marks the host dirty in a set, as the
   app does, and nothing reads the snapshots;
 * ``ui``: the dashboard, ``make_app(Config(hosts=...), FloodRunner factory, WallClock())`` run
@@ -64,7 +64,7 @@ OUT = os.path.join(HERE, "out")
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from probes.runner import Completed, ProbeError  # noqa: E402  (after the path set-up)
+from probes.transport.runner import Completed, ProbeError  # noqa: E402  (after the path set-up)
 
 TARGET_CPU_PCT = 25.0     # UI run, percent of one core
 TARGET_RSS_MB = 300.0     # UI run, peak RSS
@@ -145,7 +145,7 @@ class Gate:
 
 
 class FloodRunner:
-    """A fake GPU host whose server logs ``rate`` lines a second: the :class:`~probes.runner.Runner`
+    """A fake GPU host whose server logs ``rate`` lines a second: the :class:`~probes.transport.runner.Runner`
     protocol, answering in the real formats.
 
     * ``stream(journalctl -u UNIT -o json -f ...)``: ``journalctl -o json`` records (fields and
@@ -161,14 +161,14 @@ class FloodRunner:
       ``tests/fixtures/nvidia-smi/query-gpu.h100x8-sglang-tp8.loop.csv`` cycled (this host's UUIDs).
     * ``run(systemctl show UNIT ...)``: ``tests/fixtures/systemctl-show/active-running.gpu-node-1.derived.txt``
       with the current start's ``MainPID`` and start times.
-    * ``forward``/``http_transport``: a :class:`~probes.replay.ReplayRunner` whose server is healthy
+    * ``forward``/``http_transport``: a :class:`~probes.transport.replay.ReplayRunner` whose server is healthy
       (``/health`` 200 empty body; ``/v1/models`` and ``/v1/completions`` in SGLang's shapes).
     """
 
     def __init__(self, host: str, gate: Gate, *, index: int = 0, rate: float = 200.0, seconds: float = 60.0,
                  burst_s: float = 0.1, gpus: int = 8, pattern: str = "restarts") -> None:
         from probes.clock import WallClock
-        from probes.replay import HealthFrame, ReplayRunner, Scenario
+        from probes.transport.replay import HealthFrame, ReplayRunner, Scenario
 
         self.host = host
         self.gate = gate
@@ -218,7 +218,7 @@ class FloodRunner:
 
     @staticmethod
     def _msg_json(text: str) -> bytes:
-        from probes.replay import journal_value
+        from probes.transport.replay import journal_value
 
         return json.dumps(journal_value(text), ensure_ascii=False, separators=(",", ":")).encode()
 
@@ -450,7 +450,7 @@ def _peak_memory() -> dict[str, float | None]:
 
 
 def _specs(hosts: int) -> tuple[Any, ...]:
-    from probes.watch import HostSpec
+    from probes.spec import HostSpec
 
     return tuple(HostSpec(f"gpu-node-{i + 1:02d}", UNIT, port=PORT) for i in range(hosts))
 
@@ -512,8 +512,8 @@ async def _child(mode: str, args: argparse.Namespace) -> dict[str, Any]:
             async for _ in r.stream(argv):
                 pass
 
-        from probes import gpu as gpu_probe
-        from probes.watch import journal_argv
+        from probes.sources import gpu as gpu_probe
+        from probes.watch.watcher import journal_argv
 
         tasks = []
         for spec in specs:
@@ -526,7 +526,7 @@ async def _child(mode: str, args: argparse.Namespace) -> dict[str, Any]:
         await asyncio.gather(*tasks, return_exceptions=True)
 
     elif mode == "noui":
-        from probes.watch import HostWatcher
+        from probes.watch.watcher import HostWatcher
         from tui.config import Config
 
         cfg = Config(hosts=specs)

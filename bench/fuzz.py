@@ -60,15 +60,15 @@ from typing import ClassVar
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from probes import gpu as gpu_probe
-from probes import health as health_probe
-from probes import unit as unit_probe
-from probes.download import parse_unit_env
-from probes.journal import RecordError, parse_record
-from probes.logline import decode, decode_record, frames, parse
-from probes.model import HostModel
-from probes.reader import StartupReader
-from probes.state import GpuApps
+from probes.sources import gpu as gpu_probe
+from probes.sources import health as health_probe
+from probes.sources import unit as unit_probe
+from probes.sources.download import parse_unit_env
+from probes.logs.journal import RecordError, parse_record
+from probes.logs.logline import decode, decode_record, frames, parse
+from probes.fold.model import HostModel
+from probes.logs.reader import StartupReader
+from probes.data.state import GpuApps
 from tui.config import ConfigError, load_config
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -359,7 +359,7 @@ class TomlRun:
 
 
 def innermost_upwatch_frame(exc: BaseException) -> str:
-    """``probes/gpu.py:123`` of the deepest traceback frame inside the repository."""
+    """``probes/sources/gpu.py:123`` of the deepest traceback frame inside the repository."""
     where = "?"
     for frame in traceback.extract_tb(exc.__traceback__):
         path = Path(frame.filename)

@@ -10,8 +10,8 @@ a real sshd on 127.0.0.1 whose ``journalctl`` is the real one reading a real jou
 
 One test host, two followers of the same unit's journal, in this one asyncio process:
 
-* **upwatch**: a :class:`~probes.watch.HostWatcher` (all four probes running, as the dashboard
-  runs them, :class:`~probes.clock.WallClock`) on an :class:`~probes.ssh.SshRunner` to the host;
+* **upwatch**: a :class:`~probes.watch.watcher.HostWatcher` (all four probes running, as the dashboard
+  runs them, :class:`~probes.clock.WallClock`) on an :class:`~probes.transport.ssh.SshRunner` to the host;
   an entry counts as shown when ``on_change`` fires and ``watcher.entries_after(seq)`` holds it;
 * **plain ssh**: ``ssh -F <ssh_config> testhost journalctl -u UNIT -o json -f -n 0`` (the OpenSSH
   client as a subprocess); an entry counts as shown when a reader task got its JSON line.
@@ -52,7 +52,8 @@ for p in (ROOT, os.path.join(ROOT, "tests")):
         sys.path.insert(0, p)
 
 from probes.clock import WallClock  # noqa: E402  (after the path set-up)
-from probes.watch import HostSpec, HostWatcher  # noqa: E402
+from probes.spec import HostSpec
+from probes.watch.watcher import HostWatcher  # noqa: E402
 from testhost import TestHost, start_testhost  # noqa: E402
 
 UNIT = "sglang.service"

@@ -28,10 +28,10 @@ def main() -> int:
         return 2
     path = sys.argv[1]
 
-    from probes.engines import matcher_for
-    from probes.logfile import iter_lines
-    from probes.logline import decode, frames, parse
-    from probes.reader import StartupReader
+    from probes.logs.engines import matcher_for
+    from probes.sources.logfile import iter_lines
+    from probes.logs.logline import decode, frames, parse
+    from probes.logs.reader import StartupReader
 
     # The engine the full reader settles on, so the matcher row uses the same table.
     reader = StartupReader()

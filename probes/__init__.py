@@ -1,10 +1,16 @@
 """upwatch's core: what the outside world says and what it means. Never imports a UI library.
 
-* :mod:`probes.hosttext`: the one sanitiser for host-derived text (escape codes, C0/C1, bidi and
-  zero-width characters); every widget, toast, modal and text output uses it.
-* :mod:`probes.logline`: raw log lines into clean logical lines with their prefixes parsed.
-* :mod:`probes.engines`: one table of patterns per server family.
-* :mod:`probes.reader`: the incremental startup reader (phases, progress, failures, restarts).
-* :mod:`probes.journal`: ``journalctl -o json`` records.
-* :mod:`probes.logfile`: read a saved log in whatever form it comes.
+The subpackages follow the data flow (docs/architecture.md; import-linter contracts in
+``pyproject.toml`` keep each layer importing only those below it):
+
+* :mod:`probes.watch`: the watcher, one per host, runs the sources' loops and feeds the model.
+* :mod:`probes.ops`: actions on a unit (restart, stop, kill) and the safe restart's GPU wait.
+* :mod:`probes.store`: the data folder, the start history and the audit log.
+* :mod:`probes.sources`: each probe's command and the parser of its answer (unit, journal, GPUs,
+  health, download, a saved log file).
+* :mod:`probes.fold`: the pure fold of events into host state, the verdict, the ETA, notices.
+* :mod:`probes.logs`: line cleaning, prefixes, decoders, the engines' rules and the startup reader.
+* :mod:`probes.transport`: the Runner protocol: SSH, this machine, the replayed demo hosts.
+* :mod:`probes.data`, :mod:`probes.spec`, :mod:`probes.clock`, :mod:`probes.hosttext`: value types
+  and vocabulary, what to watch on a host, clocks, and the one sanitiser of host text.
 """

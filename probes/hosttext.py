@@ -1,7 +1,7 @@
 """The one sanitiser for host-derived text: what a host wrote, made safe to show an operator.
 
 Everything upwatch shows that a host (or a config file) wrote goes through this module: log lines
-(:func:`probes.logline.frames`), unit properties, GPU and process names, the output of an action's
+(:func:`probes.logs.logline.frames`), unit properties, GPU and process names, the output of an action's
 command, error messages, host and unit names from the configuration. It is used by the reader,
 every widget (through :func:`widgets.text.host_text`), every toast (``UpwatchApp.notify``), every
 modal and every text output (``status``, ``wait``, ``replay``, ``history``, notices).

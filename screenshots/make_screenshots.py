@@ -21,7 +21,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
-from probes.logfile import read_path
+from probes.sources.logfile import read_path
 from tui.replay import format_timeline
 
 HERE = Path(__file__).resolve().parent
@@ -75,7 +75,7 @@ async def _dashboard(name: str, seconds: float, host: str | None, keys: tuple[st
     import tempfile
 
     from probes.clock import ManualClock
-    from probes.history import History
+    from probes.store.history import History
     from tui.demo_app import advance_demo, make_demo_app
 
     clock = ManualClock(1_764_000_000.0)

@@ -59,12 +59,12 @@ class NetnsHost:
 
     @property
     def target(self) -> str:
-        """``root@10.200.N.2`` (port 22) for :class:`~probes.ssh.SshRunner` with ``config=[]``."""
+        """``root@10.200.N.2`` (port 22) for :class:`~probes.transport.ssh.SshRunner` with ``config=[]``."""
         return f"root@{self.address}"
 
     def runner(self, **kw: object) -> object:
-        """A new :class:`~probes.ssh.SshRunner` on ``root@10.200.N.2`` with this host's keys."""
-        from probes.ssh import SshRunner
+        """A new :class:`~probes.transport.ssh.SshRunner` on ``root@10.200.N.2`` with this host's keys."""
+        from probes.transport.ssh import SshRunner
 
         return SshRunner(self.target, **{**self.host.runner_kwargs(), **kw})  # type: ignore[arg-type]
 

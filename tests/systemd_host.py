@@ -205,7 +205,7 @@ class SystemdHost(FakeGpuState):
 
     @property
     def target(self) -> str:
-        """``root@10.201.N.2:22`` for :class:`~probes.ssh.SshRunner` with :meth:`runner_kwargs`."""
+        """``root@10.201.N.2:22`` for :class:`~probes.transport.ssh.SshRunner` with :meth:`runner_kwargs`."""
         return f"root@{self.address}:22"
 
     @property
@@ -232,8 +232,8 @@ class SystemdHost(FakeGpuState):
                 "connect_timeout": 5.0}
 
     def runner(self, **kw: Any) -> Any:
-        """A new :class:`~probes.ssh.SshRunner` on this host (``kw`` overrides :meth:`runner_kwargs`)."""
-        from probes.ssh import SshRunner
+        """A new :class:`~probes.transport.ssh.SshRunner` on this host (``kw`` overrides :meth:`runner_kwargs`)."""
+        from probes.transport.ssh import SshRunner
 
         return SshRunner(self.target, **{**self.runner_kwargs(), **kw})
 

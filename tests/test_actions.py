@@ -1,4 +1,4 @@
-"""probes/actions.py without a UI: argv per action, refusals, the shown command, the audit line,
+"""probes/ops/actions.py without a UI: argv per action, refusals, the shown command, the audit line,
 running through a runner, the orphan rule and the safe restart's wait (pure, on a ManualClock)."""
 
 from __future__ import annotations
@@ -12,12 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from probes.actions import (OUTPUT_MAX_CHARS, ActionRefused, AuditLog, GpuReleaseWait, check_unit,
-                            default_data_dir, execute, orphan_pids, pids_of, plan, wait_for_release)
+from probes.store.audit import OUTPUT_MAX_CHARS
+from probes.ops.actions import ActionRefused, check_unit, execute, plan
+from probes.ops.release import wait_for_release
+from probes.store.audit import AuditLog
+from probes.ops.release import GpuReleaseWait, orphan_pids, pids_of
+from probes.store.paths import default_data_dir
 from probes.clock import ManualClock
-from probes.runner import Completed, ProbeError
-from probes.state import GpuApps, GpuProcess, GpuReading, GpuSample, HostState, UnitState
-from probes.watch import HostSpec
+from probes.transport.runner import Completed, ProbeError
+from probes.data.state import GpuApps, GpuProcess, GpuReading, GpuSample, HostState, UnitState
+from probes.spec import HostSpec
 
 T0 = 1_746_195_337.25
 SPEC = HostSpec("gpu-node-1", "sglang.service")
@@ -171,7 +175,7 @@ def _state(t: float, apps: GpuApps | None, gpus: GpuReading | None, main_pid: in
 
 
 def test_orphan_pids_come_from_the_cgroup_verdict_not_a_guess():
-    from probes.state import GpuOrphan
+    from probes.data.state import GpuOrphan
 
     apps = _apps(T0, (100, "sglang::scheduler", 70000, GPU0), (101, "sglang::scheduler_TP1", 70000, GPU1),
                  (555, "python3 old.py", 30000, GPU1))

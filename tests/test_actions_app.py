@@ -7,9 +7,9 @@ import asyncio
 import time
 from pathlib import Path
 
-from probes.actions import AuditLog
+from probes.store.audit import AuditLog
 from probes.clock import WallClock
-from probes.watch import HostSpec
+from probes.spec import HostSpec
 from testhost import TestHost
 from tui.actions import READ_ONLY_MESSAGE, ConfirmScreen, SafeRestartScreen
 from tui.app import make_app

@@ -160,8 +160,8 @@ def _one_host_app(clock: ManualClock, **changes):
     """The app on one demo scenario with some of its fields changed (host name, outages...)."""
     import dataclasses
 
-    from probes.replay import ReplayRunner
-    from probes.watch import HostSpec
+    from probes.transport.replay import ReplayRunner
+    from probes.spec import HostSpec
     from tui.app import make_app
     from tui.config import Config
     from tui.demo import demo_scenarios

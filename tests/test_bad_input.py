@@ -22,11 +22,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from probes.engines import CAUSES, PHASES
-from probes.journal import TOO_LONG, RecordError, parse_record
-from probes.logfile import LogReadError, read_path, read_stream
-from probes.logline import MAX_LINE_CHARS
-from probes.reader import Reading, StartupReader
+from probes.data.vocab import CAUSES, PHASES
+from probes.logs.journal import TOO_LONG, RecordError, parse_record
+from probes.sources.logfile import LogReadError, read_path, read_stream
+from probes.logs.logline import MAX_LINE_CHARS
+from probes.data.reading import Reading
+from probes.logs.reader import StartupReader
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -38,7 +39,7 @@ OOM_LOG = LOGS / "vllm-fail-oom-01.log"
 STATES = {"loading", "ready", "failed", "stopped"}
 #: C0 and C1 control characters (Unicode category Cc), ESC and BEL among them.
 CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-#: The marker :func:`probes.logline.frames` ends a cut line with: `` …[cut N chars]``.
+#: The marker :func:`probes.logs.logline.frames` ends a cut line with: `` …[cut N chars]``.
 CUT_MARKER_RE = re.compile(r" …\[cut \d+ chars\]$")
 
 MODEST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,4 +1,4 @@
-"""Journal records of any size: read whole up to probes.runner.LINE_CAP (16 MiB of JSON), cut past it
+"""Journal records of any size: read whole up to probes.data.cutline.LINE_CAP (16 MiB of JSON), cut past it
 with a visible mark and the cursor kept (issue 13: asyncssh's ``readline`` handed a 3 MB record
 over in two pieces, both "[unreadable journal record]", and its cursor was lost).
 
@@ -18,8 +18,9 @@ from test_live_watch import flush, journal_records, texts, watcher
 from test_testhost import until
 from testhost import TestHost
 
-from probes.journal import CUT_MARK, parse_record
-from probes.runner import CUT_TAIL, LINE_CAP, CutLine, split_lines
+from probes.logs.journal import CUT_MARK, parse_record
+from probes.data.cutline import CUT_TAIL, LINE_CAP, CutLine
+from probes.transport.runner import split_lines
 
 
 def reader(data: bytes, chunk_max: int = 7):  # type: ignore[no-untyped-def]
@@ -106,7 +107,7 @@ def test_a_tail_that_begins_after_the_long_value_leaves_its_fields_out_but_keeps
 
 
 def test_a_cut_line_that_is_not_json_is_a_bad_record() -> None:
-    from probes.journal import RecordError
+    from probes.logs.journal import RecordError
     with pytest.raises(RecordError):
         parse_record(CutLine(b"garbage" * 10, b"tail", 5000))
 
@@ -147,7 +148,7 @@ async def test_big_records_arrive_whole_or_cut_with_their_cursor_over_ssh(testho
 
 
 async def test_the_local_runner_reads_long_lines_whole_and_cuts_past_the_cap() -> None:
-    from probes.local import LocalRunner
+    from probes.transport.local import LocalRunner
     r = LocalRunner()
     script = ("head -c 3000000 /dev/zero | tr '\\0' a; echo; "
               "head -c 20000000 /dev/zero | tr '\\0' b; echo; echo done")

@@ -231,7 +231,7 @@ def test_status_watch_says_cannot_see_in_its_first_line(testhost: TestHost) -> N
     import asyncio
     import io
 
-    from probes.watch import HostSpec
+    from probes.spec import HostSpec
     from tui.config import Config
     from tui.status import watch
 
@@ -263,7 +263,8 @@ async def test_the_card_says_cannot_see_on_its_top_line(testhost: TestHost) -> N
     from test_widgets import One, screen_text
 
     from probes.clock import WallClock
-    from probes.watch import HostSpec, HostWatcher
+    from probes.spec import HostSpec
+    from probes.watch.watcher import HostWatcher
     from widgets.host_card import HostCard
 
     _sudo_missing(testhost, Path())
@@ -324,7 +325,7 @@ def test_the_readme_table_is_what_upwatch_says(case: str, tmp_path: Path, monkey
     _, card, js, status_rc, wait_rc, wait_err = rows[case]
     host = None if case == "unreachable" else request.getfixturevalue("testhost")
     m = measure(case, host, tmp_path, monkeypatch, capsys)
-    # card: its top line's word is the state's headline (probes.verdict.headline), upper-case
+    # card: its top line's word is the state's headline (probes.fold.verdict.headline), upper-case
     word = re.findall(r"`([^`]+)`", card)[0]
     assert m["json"]["headline"].upper() == word, (case, m["json"]["verdict"])
     # status --json: `field` `value` pairs

@@ -1,12 +1,12 @@
-"""``probes.access.classify``: each text a host prints when upwatch cannot read it has its own
+"""``probes.fold.access.classify``: each text a host prints when upwatch cannot read it has its own
 reason (the texts are the tools' own, see the module's docstring), and nothing else is taken for one."""
 
 from __future__ import annotations
 
 import pytest
 
-from probes.access import LASTING, REASONS, classify, reason_words
-from probes.watch import access_problem
+from probes.fold.access import LASTING, REASONS, classify, reason_words
+from probes.watch.watcher import access_problem
 
 
 @pytest.mark.parametrize(("text", "rc", "sudo", "reason"), [
@@ -74,8 +74,8 @@ T0 = 1_764_460_800.0
 
 
 def _model():
-    from probes.model import HostModel
-    from probes.state import Health, UnitState
+    from probes.fold.model import HostModel
+    from probes.data.state import Health, UnitState
 
     m = HostModel("gpu-b", "sglang.service")
     m.apply(Health(T0, "port_closed", detail="connection refused"))
@@ -83,7 +83,7 @@ def _model():
 
 
 def test_knowledge_is_read_failing_since_or_never() -> None:
-    from probes.state import ProbeFailure, ProbeOk
+    from probes.data.state import ProbeFailure, ProbeOk
 
     m, UnitState, _ = _model()
     s = m.state(T0)
@@ -108,8 +108,8 @@ def test_knowledge_is_read_failing_since_or_never() -> None:
     ("unit", "crashed", True),  # the probe's task died: nothing of the unit is being read
 ])
 def test_cannot_see_is_said_only_for_the_unit_or_journal_on_the_host(probe: str, kind: str, blind: bool) -> None:
-    from probes.state import ProbeFailure
-    from probes.verdict import headline
+    from probes.data.state import ProbeFailure
+    from probes.fold.verdict import headline
 
     m, _, _ = _model()
     m.apply(ProbeFailure(T0 + 1, probe, kind, "x: sudo is not installed on the host: install it",
@@ -125,8 +125,8 @@ def test_cannot_see_is_said_only_for_the_unit_or_journal_on_the_host(probe: str,
 def test_cannot_see_comes_before_every_other_rule_but_the_connection() -> None:
     import dataclasses
 
-    from probes.state import ProbeFailure, UnitState
-    from probes.verdict import verdict_for
+    from probes.data.state import ProbeFailure, UnitState
+    from probes.fold.verdict import verdict_for
 
     m, _, _ = _model()
     m.apply(UnitState(T0, "sglang.service", "not-found", "inactive", "dead"))
@@ -148,7 +148,7 @@ def test_cannot_see_comes_before_every_other_rule_but_the_connection() -> None:
 
 
 def test_wait_gives_up_at_once_on_a_lasting_reason_and_after_a_while_on_another() -> None:
-    from probes.state import HostState, ProbeFailure
+    from probes.data.state import HostState, ProbeFailure
     from tui.wait import BLIND_GIVE_UP_S, EXIT_UNREACHABLE, outcome
 
     base = HostState(host="gpu-b", unit="sglang.service", updated=T0)
@@ -168,8 +168,8 @@ def test_wait_gives_up_at_once_on_a_lasting_reason_and_after_a_while_on_another(
 def test_a_refused_host_key_or_login_is_not_called_unreachable() -> None:
     """The host answered and its key (or the login) was refused: the card's word says that, not
     UNREACHABLE (a new user took a changed host key for a dead link)."""
-    from probes.state import ProbeFailure
-    from probes.verdict import headline
+    from probes.data.state import ProbeFailure
+    from probes.fold.verdict import headline
 
     for kind in ("host_key", "auth"):
         m, _, _ = _model()

@@ -104,7 +104,7 @@ def test_what_is_read_from_a_character_device_is_bounded() -> None:
     """A character device that gives text without end (none standard does: /dev/urandom is made to
     pass the binary test here) ends with a refusal after MAX_DEVICE_READ bytes (1 MiB here)."""
     code = textwrap.dedent("""
-        import probes.logfile as lf
+        import probes.sources.logfile as lf
         lf._is_binary = lambda sample: False
         lf.MAX_DEVICE_READ = 1024 * 1024
         try:
@@ -245,7 +245,7 @@ _INTERRUPT_AT_IMPORT = textwrap.dedent("""
     """)
 
 
-@pytest.mark.parametrize("module", ["argparse", "probes.logline", "probes.reader", "tui.config", "tui.replay"])
+@pytest.mark.parametrize("module", ["argparse", "probes.logs.logline", "probes.logs.reader", "tui.config", "tui.replay"])
 def test_ctrl_c_during_the_imports_is_one_line_and_130(module: str) -> None:
     """Ctrl-C in the first ~0.3 s printed a KeyboardInterrupt traceback (the imports of tui.cli)."""
     assert module not in sys.builtin_module_names

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from probes.watch import HostSpec
+from probes.spec import HostSpec
 from tui.config import (ConfigError, choose_config_file, load_config, normalize_unit, parse_quick,
                         resolve_ssh)
 

@@ -8,8 +8,9 @@ import asyncio
 import pytest
 
 from probes.clock import ManualClock
-from probes.replay import ReplayRunner
-from probes.watch import HostSpec, HostWatcher
+from probes.transport.replay import ReplayRunner
+from probes.spec import HostSpec
+from probes.watch.watcher import HostWatcher
 from tui.demo import demo_scenarios
 
 T0 = 1_764_000_000.0
@@ -78,7 +79,7 @@ async def test_phases_arrive_in_order_while_loading(demo):
             phases.append(ph)
     # Seen once a second, a short phase (init here lasts under a second) may fall between looks;
     # what is seen must move forward only, through the long phases.
-    from probes.engines.base import PHASE_INDEX
+    from probes.data.vocab import PHASE_INDEX
     assert [PHASE_INDEX[p] for p in phases] == sorted(PHASE_INDEX[p] for p in phases)
     assert {"starting", "weights", "graph_capture", "warmup", "ready"} <= set(phases)
     assert [p.phase for p in w["gpu-node-1"].state().phases] == [

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from probes.clock import ManualClock
-from probes.history import History
+from probes.store.history import History
 from tui.demo import demo_scenarios
 from tui.demo_app import advance_demo, make_demo_app, seed_demo_history
 

@@ -1,7 +1,7 @@
 """The demo's four hosts read the way they are meant to, through the real parsers, on a ManualClock.
 
 Each scenario's journal goes through ReplayRunner's ``journalctl -o json`` and then through
-``probes.journal.parse_record`` + ``StartupReader.feed`` exactly as ``probes/logfile.py``
+``probes.logs.journal.parse_record`` + ``StartupReader.feed`` exactly as ``probes/sources/logfile.py``
 ``_feed_journal`` does; the GPU, unit and health timelines are read through the runner's commands.
 """
 
@@ -15,10 +15,11 @@ import httpx
 import pytest
 
 from probes.clock import ManualClock
-from probes.journal import parse_record
-from probes.logfile import read_stream
-from probes.reader import Reading, StartupReader
-from probes.replay import ReplayRunner, Scenario
+from probes.logs.journal import parse_record
+from probes.sources.logfile import read_stream
+from probes.data.reading import Reading
+from probes.logs.reader import StartupReader
+from probes.transport.replay import ReplayRunner, Scenario
 from tui import demo
 from tui.demo import SCENARIO_FILES, demo_scenarios, read_scenario_file
 
@@ -34,7 +35,7 @@ def scenarios() -> dict[str, Scenario]:
 
 
 def feed_journal(lines: list[bytes]) -> Reading:
-    """``probes/logfile.py`` ``_feed_journal``, line for line."""
+    """``probes/sources/logfile.py`` ``_feed_journal``, line for line."""
     reader = StartupReader(None)
     for lineno, raw in enumerate(lines, 1):
         rec = parse_record(raw)

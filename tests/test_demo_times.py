@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 
 from probes.clock import ManualClock
-from probes.history import History, phase_durations
-from probes.verdict import fmt_span
+from probes.store.history import History, phase_durations
+from probes.fold.verdict import fmt_span
 from tui.demo_app import make_demo_app
 from widgets.fmt import PHASE_LABELS
 from widgets.host_card import HostCard

@@ -1,4 +1,4 @@
-"""Download progress (probes/download.py): the sampling script on the real OpenSSH test host over a
+"""Download progress (probes/sources/download.py): the sampling script on the real OpenSSH test host over a
 hub cache folder written here, the parser against real and broken output, the hub cache rules
 against real ``systemctl show -p Environment,User`` captures, the rate/ETA rule, and the watcher's
 rule (sample only while a start downloads) on a ManualClock."""
@@ -18,14 +18,16 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, LOGS
-from probes import download as dl
+from probes.fold import download as fdl
+from probes.sources import download as dl
 from probes.clock import ManualClock
-from probes.download import DownloadProgress, DownloadSample
-from probes.journal import parse_record
-from probes.model import HostModel
-from probes.runner import Completed, ProbeError
-from probes.state import HostState, ProbeFailure, ProbeOk
-from probes.watch import HostSpec, HostWatcher
+from probes.data.download import DownloadProgress, DownloadSample
+from probes.logs.journal import parse_record
+from probes.fold.model import HostModel
+from probes.transport.runner import Completed, ProbeError
+from probes.data.state import HostState, ProbeFailure, ProbeOk
+from probes.spec import HostSpec
+from probes.watch.watcher import HostWatcher
 from testhost import TestHost
 
 ENV_SHOW = FIXTURES / "systemctl-show-env"
@@ -251,7 +253,7 @@ def test_hub_cache_follows_huggingface_hub(env: dict[str, str], home: str | None
     ("", None), (None, None),
 ])
 def test_hub_repo_id(model: str | None, expected: str | None) -> None:
-    assert dl.hub_repo_id(model) == expected
+    assert fdl.hub_repo_id(model) == expected
 
 
 def test_repo_dir_and_passwd() -> None:
@@ -269,39 +271,39 @@ def samples(*points: tuple[float, int | None], expected: int | None = None) -> l
 
 
 def test_progress_needs_growth_and_takes_the_rate_over_the_window() -> None:
-    assert dl.progress_from(samples((0, 100), (5, 100), (10, 100))) is None  # cached: never grows
-    assert dl.progress_from(samples((0, None), (5, None))) is None           # never there
-    assert dl.progress_from(samples((0, 100))) is None
+    assert fdl.progress_from(samples((0, 100), (5, 100), (10, 100))) is None  # cached: never grows
+    assert fdl.progress_from(samples((0, None), (5, None))) is None           # never there
+    assert fdl.progress_from(samples((0, 100))) is None
     gib = 2**30
-    p = dl.progress_from(samples((0, None), (5, 0), (10, gib), (15, 2 * gib), expected=10 * gib))
+    p = fdl.progress_from(samples((0, None), (5, 0), (10, gib), (15, 2 * gib), expected=10 * gib))
     assert p == DownloadProgress("/p", 2 * gib, 10 * gib, 2 * gib / 10, 8 * gib / (2 * gib / 10), 15, 15)
     assert p is not None and p.fraction == 0.2
     # The window: only the last 30 s count (from t=40: 40→70, 3 GiB in 30 s).
     pts = [(0.0, 0), (10.0, gib), (20.0, 2 * gib), (40.0, 4 * gib), (55.0, 5 * gib), (70.0, 7 * gib)]
-    p = dl.progress_from(samples(*pts))
+    p = fdl.progress_from(samples(*pts))
     assert p is not None and p.rate_bps == 3 * gib / 30 and p.eta_s is None and p.expected_bytes is None
     # Stalled: rate 0, no ETA; it keeps showing what it got.
-    p = dl.progress_from(samples((0, 0), (5, gib), (40, gib), (45, gib), expected=2 * gib))
+    p = fdl.progress_from(samples((0, 0), (5, gib), (40, gib), (45, gib), expected=2 * gib))
     assert p is not None and (p.rate_bps, p.eta_s, p.grew_at) == (0.0, None, 5)
     # Past the expected total (headers, tokenizer files): no ETA, fraction 1.
-    p = dl.progress_from(samples((0, 0), (5, 3 * gib), expected=2 * gib))
+    p = fdl.progress_from(samples((0, 0), (5, 3 * gib), expected=2 * gib))
     assert p is not None and p.eta_s is None and p.fraction == 1.0
     # Shrinking over the window (a broken file removed): no rate; net growth over it: its rate.
-    p = dl.progress_from(samples((0, 2 * gib), (5, 3 * gib), (10, gib)))
+    p = fdl.progress_from(samples((0, 2 * gib), (5, 3 * gib), (10, gib)))
     assert p is not None and p.rate_bps is None and p.eta_s is None
-    p = dl.progress_from(samples((0, 0), (5, 3 * gib), (10, gib)))
+    p = fdl.progress_from(samples((0, 0), (5, 3 * gib), (10, gib)))
     assert p is not None and p.rate_bps == gib / 10
 
 
 def test_download_words() -> None:
     gib = 2**30
     d = DownloadProgress("/p", int(12.4 * gib), 61 * gib, 310 * 2**20, 157.0, 0.0, 0.0)
-    assert dl.download_words(HostState("h", "u", download=d)) == "Download 12.4/61.0 GiB · 310 MiB/s · ETA 2:37"
+    assert fdl.download_words(HostState("h", "u", download=d)) == "Download 12.4/61.0 GiB · 310 MiB/s · ETA 2:37"
     d = DownloadProgress("/p", int(0.5 * gib), None, 3.25 * 2**20, None, 0.0, 0.0)
-    assert dl.download_words(HostState("h", "u", download=d)) == "Download 0.5 GiB · 3.2 MiB/s"
+    assert fdl.download_words(HostState("h", "u", download=d)) == "Download 0.5 GiB · 3.2 MiB/s"
     d = DownloadProgress("/p", gib, 600 * gib, 2**20, 3 * 3600 + 62, 0.0, 0.0)
-    assert dl.download_words(HostState("h", "u", download=d)) == "Download 1.0/600.0 GiB · 1.0 MiB/s · ETA 3:01:02"
-    assert dl.download_words(HostState("h", "u")) == ""
+    assert fdl.download_words(HostState("h", "u", download=d)) == "Download 1.0/600.0 GiB · 1.0 MiB/s · ETA 3:01:02"
+    assert fdl.download_words(HostState("h", "u")) == ""
 
 
 # --- 6. the watcher's rule, on a ManualClock --------------------------------------------------------------
@@ -382,7 +384,7 @@ async def test_watcher_samples_only_while_a_silent_vllm_weights_phase_downloads(
         s = w.state()
         assert host.samples() == 2
         assert s.download == DownloadProgress(PATH, 2 * gib, 21 * gib, gib / 5, 19 * gib / (gib / 5), T0 + 36, T0 + 36)
-        assert dl.download_words(s) == "Download 2.0/21.0 GiB · 205 MiB/s · ETA 1:35"
+        assert fdl.download_words(s) == "Download 2.0/21.0 GiB · 205 MiB/s · ETA 1:35"
         # Five minutes of a silent log while it grows: not stalled, no "no GPU memory" either.
         for _ in range(60):
             host.size += gib // 10

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from probes.engines import CAUSES, ENGINES, PHASES, _detect_only, frame_matcher_for, matcher_for
-from probes.engines import common
-from probes.engines.base import Rule, derive_keys
-from probes.reader import StartupReader
+from probes.data.vocab import CAUSES, PHASES
+from probes.logs.engines import ENGINES, _detect_only, frame_matcher_for, matcher_for
+from probes.logs.engines import common
+from probes.logs.engines.base import Rule, derive_keys
+from probes.logs.reader import StartupReader
 
 ALL_RULES = [(None, r) for r in common.RULES] + [(name, r) for name, e in ENGINES.items() for r in e.rules]
 

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from conftest import log_cases
-from probes.logfile import read_path
+from probes.sources.logfile import read_path
 
 CASES = log_cases()
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from probes.health import probe_health
-from probes.journal import parse_record
-from probes.model import HostModel
+from probes.sources.health import probe_health
+from probes.logs.journal import parse_record
+from probes.fold.model import HostModel
 from tui.config import ConfigError, load_config
 
 NOW = 1_741_437_000.0

@@ -18,9 +18,9 @@ from contextlib import asynccontextmanager
 import httpx
 import pytest
 
-from probes.health import (COMPLETIONS_PATH, DETAIL_REFUSED, DETAIL_TUNNEL, HEALTH_PATH, MAX_BODY, MODELS_PATH,
-                           probe_health)
-from probes.state import RUNGS, Health
+from probes.sources.health import (COMPLETIONS_PATH, DETAIL_REFUSED, DETAIL_TUNNEL, HEALTH_PATH, MAX_BODY,
+                                   MODELS_PATH, probe_health)
+from probes.data.state import RUNGS, Health
 
 NOW = 1_741_436_938.0
 BASE = "http://gpu-node-1:30000"

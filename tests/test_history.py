@@ -1,4 +1,4 @@
-"""The start history (probes/history.py), the ETA rules (probes/eta.py), the "slower than usual"
+"""The start history (probes/store/history.py), the ETA rules (probes/fold/eta.py), the "slower than usual"
 verdict, and ``upwatch history``: a seeded SQLite file and an injected clock, no sleeps."""
 
 from __future__ import annotations
@@ -16,16 +16,19 @@ import pytest
 
 from conftest import LOGS
 from probes.clock import ManualClock
-from probes.eta import SLOWER_FACTOR, SLOWER_MARGIN, SLOWER_MIN_S, clock_span, eta_for, slower_after, typical_words
-from probes.history import SCHEMA_VERSION, History, StartRecord, phase_durations, start_record
-from probes.identity import identify
-from probes.journal import Record
-from probes.model import HostModel
-from probes.reader import ErrorLine, Progress
-from probes.replay import Gpu, GpuFrame, HealthFrame, ReplayRunner, Scenario, UnitFrame, stamp_journal
-from probes.state import HostState, PhaseSpan, Typical, Verdict
-from probes.verdict import verdict_for
-from probes.watch import HostSpec, HostWatcher
+from probes.fold.eta import (SLOWER_FACTOR, SLOWER_MARGIN, SLOWER_MIN_S, clock_span, eta_for, slower_after,
+                             typical_words)
+from probes.store.history import SCHEMA_VERSION, History, StartRecord, phase_durations, start_record
+from probes.logs.identity import identify
+from probes.logs.journal import Record
+from probes.fold.model import HostModel
+from probes.data.reading import ErrorLine, Progress
+from probes.transport.replay import (Gpu, GpuFrame, HealthFrame, ReplayRunner, Scenario, UnitFrame,
+                                     stamp_journal)
+from probes.data.state import HostState, PhaseSpan, Typical, Verdict
+from probes.fold.verdict import verdict_for
+from probes.spec import HostSpec
+from probes.watch.watcher import HostWatcher
 from tui.cli import main
 from tui.history import run_history
 

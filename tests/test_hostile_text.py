@@ -210,8 +210,8 @@ async def test_every_toast_and_action_modal_shows_host_text_clean(tmp_path: Path
     """Toasts (``UpwatchApp.notify``) and the action modals clean what they are handed, whoever
     hands it: a host name that did not come through the config checks, a command's output."""
     from probes.clock import WallClock
-    from probes.local import LocalRunner
-    from probes.watch import HostSpec
+    from probes.transport.local import LocalRunner
+    from probes.spec import HostSpec
     from tui.actions import ConfirmScreen, SafeRestartScreen
     from tui.app import make_app
     from tui.config import Config

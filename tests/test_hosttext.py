@@ -20,14 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from probes import hosttext
-from probes.hosttext import (
-    clean_chars,
-    json_text,
-    lines,
-    one_line,
-    strip_escapes,
-    unsafe_char,
-)
+from probes.hosttext import clean_chars, json_text, lines, one_line, strip_escapes, unsafe_char
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -130,8 +123,8 @@ def test_clean_chars_and_strip_escapes_are_the_two_steps() -> None:
 
 def test_the_reader_and_the_pane_read_the_same() -> None:
     """Issue 13: ``"\\x9b31mred"`` reached the reader as "31mred" and the pane as "red"."""
-    from probes.logline import frames
-    from probes.reader import StartupReader
+    from probes.logs.logline import frames
+    from probes.logs.reader import StartupReader
     from widgets.text import plain
 
     for raw in ("\x9b31mred", "\x1b]52;c;eA==\x07red", "r\u202eed\u200b", "\x90q\x9cred"):
@@ -225,13 +218,13 @@ def test_any_text_comes_out_safe_one_line_and_stable(s: str) -> None:
 #: String constants with control or format characters that are not a sanitiser of their own.
 ALLOWED_CONTROL_LITERALS = {
     ("tui/wait.py", "\r\x1b[2K"),                  # upwatch's own escape: return and clear the line
-    ("probes/logfile.py", "\t\n\r\x1b\x0c\x08\x07"),  # the binary-file test: characters a log may hold
-    ("probes/engines/base.py", "\x00"),            # a placeholder inside a pattern's literal text
-    ("probes/engines/base.py", "\x00)"),
-    ("probes/logfile.py", b"\x00"),                # NUL padding of a character device
-    ("probes/replay.py", "\t\n"),
-    ("probes/logfile.py", b"\x1f\x8b"),            # gzip's magic number
-    *(("probes/download.py", c) for c in "\a\b\f\v"),  # C escapes systemd writes (a format, decoded)
+    ("probes/sources/logfile.py", "\t\n\r\x1b\x0c\x08\x07"),  # the binary-file test: characters a log may hold
+    ("probes/logs/engines/base.py", "\x00"),            # a placeholder inside a pattern's literal text
+    ("probes/logs/engines/base.py", "\x00)"),
+    ("probes/sources/logfile.py", b"\x00"),                # NUL padding of a character device
+    ("probes/transport/replay.py", "\t\n"),
+    ("probes/sources/logfile.py", b"\x1f\x8b"),            # gzip's magic number
+    *(("probes/sources/download.py", c) for c in "\a\b\f\v"),  # C escapes systemd writes (a format, decoded)
     ("widgets/text.py", "\x1b"),                    # "did an SGR sequence survive?" (to decode colours)
 }
 #: Regex or string text that spells a control or format character as an escape (``r"[\x00-\x1f]"``,
@@ -239,9 +232,9 @@ ALLOWED_CONTROL_LITERALS = {
 SPELLED_CONTROL_RE = re.compile(r"\\x(?:0[0-8b-f]|1[0-9a-f]|7f|[89][0-9a-f])|\\u(?:00[89][0-9a-f]|200[b-f]|202[a-e]"
                                 r"|206[0-9]|feff)|\\0?33", re.IGNORECASE)
 #: Such text that is not a sanitiser: a word pattern that treats a NUL placeholder as a boundary.
-ALLOWED_SPELLED = {("probes/engines/base.py", r"(?<![\w\x00])[A-Za-z][A-Za-z0-9_]{2,}(?![\w\x00?*+{])")}
+ALLOWED_SPELLED = {("probes/logs/engines/base.py", r"(?<![\w\x00])[A-Za-z][A-Za-z0-9_]{2,}(?![\w\x00?*+{])")}
 #: ``isprintable()`` used as "already clean?" before calling the sanitiser (a fast path), per file.
-ALLOWED_ISPRINTABLE = {"probes/logline.py": 1, "probes/reader.py": 1, "widgets/text.py": 1}
+ALLOWED_ISPRINTABLE = {"probes/logs/logline.py": 1, "probes/logs/reader.py": 1, "widgets/text.py": 1}
 
 
 def _sources() -> list[Path]:
@@ -282,7 +275,7 @@ def test_no_other_module_defines_its_own_control_character_rules() -> None:
 
 
 @pytest.mark.parametrize("module", [
-    "probes.logline", "probes.gpu", "probes.health", "probes.notify", "probes.runner", "widgets.text",
+    "probes.logs.logline", "probes.sources.gpu", "probes.sources.health", "probes.fold.notify", "probes.transport.runner", "widgets.text",
     "tui.notify", "tui.config", "tui.status", "tui.wait", "tui.history", "tui.actions", "tui.app", "tui.cli",
 ])
 def test_every_former_sanitiser_site_uses_the_one_sanitiser(module: str) -> None:

@@ -1,4 +1,4 @@
-"""The start's identity (model, argument hash) from the engines' own lines (probes/identity.py)."""
+"""The start's identity (model, argument hash) from the engines' own lines (probes/logs/identity.py)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from probes.identity import Identity, args_hash, identify, listen_port
-from probes.logfile import read_path
-from probes.reader import StartupReader
+from probes.logs.identity import Identity, args_hash, identify, listen_port
+from probes.sources.logfile import read_path
+from probes.logs.reader import StartupReader
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
 
@@ -76,8 +76,8 @@ def test_each_start_has_its_own_identity() -> None:
 
 
 def test_host_state_carries_the_identity() -> None:
-    from probes.journal import Record
-    from probes.model import HostModel
+    from probes.logs.journal import Record
+    from probes.fold.model import HostModel
 
     m = HostModel("gpu-node-1", "sglang.service", "sglang")
     m.apply(Record(texts=(SG.format(tp=1, seed=5)[22:],), cursor="c1", realtime_us=1741436938_000000,

@@ -1,11 +1,15 @@
-"""probes/ is the core: it never imports textual or rich (DESIGN.md, "Rooms")."""
+"""probes/ is the core: it never imports textual or rich (DESIGN.md, "Rooms"), and its subpackages
+import only the layers below them (docs/architecture.md; import-linter contracts in pyproject.toml)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -24,7 +28,7 @@ def test_no_probes_module_loads_a_ui_library_in_a_fresh_interpreter() -> None:
     proc = subprocess.run([sys.executable, "-c", _SCRIPT], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
-    assert "probes.reader" in result["modules"] and "probes.engines.sglang" in result["modules"]
+    assert "probes.logs.reader" in result["modules"] and "probes.logs.engines.sglang" in result["modules"]
     assert result["ui"] == []
 
 
@@ -33,4 +37,36 @@ def test_import_linter_contracts_hold() -> None:
     assert exe.exists(), "import-linter is missing: pip install -e '.[test]'"
     proc = subprocess.run([str(exe)], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "Contracts: 2 kept, 0 broken" in proc.stdout
+    assert "Contracts: 5 kept, 0 broken" in proc.stdout
+
+
+def _lint(root: Path) -> subprocess.CompletedProcess[str]:
+    exe = Path(sys.executable).with_name("lint-imports")
+    return subprocess.run([str(exe), "--no-cache"], capture_output=True, text=True, cwd=root)
+
+
+#: The edges of the two import circles the layout removed (issue 14), and two more that would go
+#: up the layers: put back on a scratch copy, each must break a contract.
+BACK_EDGES = [
+    ("probes/ops/actions.py", "probes.watch.watcher", "probes flows one way"),      # actions -> watch (HostSpec)
+    ("probes/store/history.py", "probes.ops.actions", "probes flows one way"),      # history -> actions (data dir)
+    ("probes/data/state.py", "probes.sources.download", "probes flows one way"),    # state -> download
+    ("probes/data/state.py", "probes.logs.reader", "probes flows one way"),         # state -> reader (value types)
+    ("probes/sources/unit.py", "probes.sources.download", "no import circles"),     # unit -> download -> unit
+    ("probes/fold/model.py", "asyncio", "the fold is pure"),
+]
+
+
+@pytest.mark.parametrize(("module", "target", "contract"), BACK_EDGES)
+def test_a_former_circle_edge_put_back_breaks_a_contract(tmp_path: Path, module: str, target: str,
+                                                          contract: str) -> None:
+    for name in ("probes", "tui", "widgets"):
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    assert _lint(tmp_path).returncode == 0  # the copy itself keeps every contract
+    path = tmp_path / module
+    path.write_text(path.read_text() + f"\nimport {target}  # noqa: E402,F401\n")
+    proc = _lint(tmp_path)
+    assert proc.returncode != 0, proc.stdout
+    broken = proc.stdout.split("Broken contracts", 1)[1]
+    assert contract in broken and target.rsplit(".", 1)[-1] in broken, proc.stdout

@@ -14,8 +14,8 @@ import sys
 import pytest
 
 from conftest import JOURNAL
-from probes.journal import TOO_LONG, RecordError, field_text, is_journal_json, parse_record
-from probes.logfile import read_path
+from probes.logs.journal import TOO_LONG, RecordError, field_text, is_journal_json, parse_record
+from probes.sources.logfile import read_path
 
 
 def test_field_values_in_every_shape_journalctl_prints() -> None:

@@ -8,7 +8,8 @@ import asyncio
 import json
 
 from probes.clock import WallClock
-from probes.watch import HostSpec, HostWatcher
+from probes.spec import HostSpec
+from probes.watch.watcher import HostWatcher
 from systemd_host import SystemdHost, llm_unit
 from test_systemd_host import until
 

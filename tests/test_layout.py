@@ -9,8 +9,8 @@ import pytest
 import dataclasses
 
 from probes.clock import ManualClock
-from probes.model import HostModel
-from probes.state import ProbeFailure, Verdict
+from probes.fold.model import HostModel
+from probes.data.state import ProbeFailure, Verdict
 from test_widgets import T0 as W0, Grid, One, loading_state
 from tui.demo_app import advance_demo, make_demo_app
 from widgets.host_card import HostCard

@@ -19,8 +19,9 @@ from pathlib import Path
 
 from netns import NetnsHost
 from probes.clock import WallClock
-from probes.state import HostState
-from probes.watch import HostSpec, HostWatcher
+from probes.data.state import HostState
+from probes.spec import HostSpec
+from probes.watch.watcher import HostWatcher
 from test_testhost import until
 from testhost import FIXTURES, TestHost
 

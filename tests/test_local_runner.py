@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from probes.gpu import compute_apps_argv, parse_compute_apps
-from probes.local import LocalRunner
-from probes.runner import ProbeError
-from probes.watch import HealthTarget, HostSpec, health_target, journal_access_problem, journal_argv
+from probes.sources.gpu import compute_apps_argv, parse_compute_apps
+from probes.transport.local import LocalRunner
+from probes.transport.runner import ProbeError
+from probes.watch.watcher import HealthTarget, health_target, journal_access_problem, journal_argv
+from probes.spec import HostSpec
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from probes.logline import MAX_LINE_CHARS, frames, parse
+from probes.logs.logline import MAX_LINE_CHARS, frames, parse
 
 
 def test_cr_frames_are_logical_lines_and_empty_frames_drop() -> None:
@@ -104,7 +104,7 @@ def test_grep_context_lines_lose_their_number_too() -> None:
 
 
 def test_tabs_read_the_same_through_bytes_and_text() -> None:
-    from probes.reader import StartupReader
+    from probes.logs.reader import StartupReader
 
     a, b = StartupReader(), StartupReader()
     a.feed_bytes(b"KeyError:\t'BLOCK_SIZE_M'")

@@ -7,11 +7,11 @@ import dataclasses
 import pytest
 
 from conftest import JOURNAL
-from probes.journal import parse_record
-from probes.model import HostModel
-from probes.reader import ErrorLine, Progress
-from probes.state import GpuReading, GpuSample, Health, HostState, ProbeFailure, ProbeOk, UnitState
-from probes.verdict import STALL_AFTER_S, fmt_span, verdict_for
+from probes.logs.journal import parse_record
+from probes.fold.model import HostModel
+from probes.data.reading import ErrorLine, Progress
+from probes.data.state import GpuReading, GpuSample, Health, HostState, ProbeFailure, ProbeOk, UnitState
+from probes.fold.verdict import STALL_AFTER_S, fmt_span, verdict_for
 
 
 def _fold(name: str, unit: str) -> HostModel:
@@ -189,8 +189,8 @@ def test_a_start_after_a_failed_one_says_so():
 
 
 def test_headline_is_the_worst_that_is_true_and_the_summary_puts_it_first():
-    from probes.state import Verdict
-    from probes.verdict import headline
+    from probes.data.state import Verdict
+    from probes.fold.verdict import headline
     from tui.screens import summary
 
     ready = _loading(state="ready", phase="ready", progress=None)
@@ -215,7 +215,7 @@ def test_a_host_never_reached_says_connecting_with_no_data_yet():
 
 
 def test_systemd_beats_a_log_that_says_ready():
-    from probes.state import UnitState
+    from probes.data.state import UnitState
 
     m = _fold("sglang-startup.jsonl", "sglang.service")
     assert m.state(1741437200.0).state == "ready"
@@ -234,7 +234,7 @@ def test_systemd_beats_a_log_that_says_ready():
 
 
 def test_a_unit_killed_without_a_word_in_the_log_says_how_it_ended():
-    from probes.state import UnitState
+    from probes.data.state import UnitState
 
     m = _fold("sglang-startup.jsonl", "sglang.service")
     m.apply(UnitState(1741437300.0, "sglang.service", "loaded", "failed", "failed", "signal",
@@ -264,7 +264,7 @@ def test_stall_limits_per_host_and_phase():
 
 
 def test_nrestarts_going_down_is_a_reset_not_a_negative_count():
-    from probes.state import UnitState
+    from probes.data.state import UnitState
 
     m = HostModel("h", "u.service")
     for t, n in ((1.0, 0), (2.0, 1), (3.0, 3), (4.0, 0), (5.0, 2)):
@@ -273,7 +273,7 @@ def test_nrestarts_going_down_is_a_reset_not_a_negative_count():
 
 
 def test_health_answered_by_an_earlier_process_is_not_readiness():
-    from probes.state import UnitState
+    from probes.data.state import UnitState
 
     m = _fold("sglang-startup.jsonl", "sglang.service")
     up = dict(load_state="loaded", active_state="active", sub_state="running", started_at=1741436938.0)
@@ -296,7 +296,7 @@ def test_health_answered_by_an_earlier_process_is_not_readiness():
 
 
 def test_active_for_long_with_the_port_closed_and_no_start_in_the_log():
-    from probes.state import UnitState
+    from probes.data.state import UnitState
 
     u = UnitState(1000.0, "u.service", "loaded", "active", "running", main_pid=5, started_at=1000.0)
     s = HostState(host="h", unit="u.service", state="waiting", readiness="port_closed", unit_state=u,
@@ -308,7 +308,7 @@ def test_active_for_long_with_the_port_closed_and_no_start_in_the_log():
 
 
 def test_a_process_past_download_with_no_gpu_memory():
-    from probes.state import UnitState
+    from probes.data.state import UnitState
 
     u = UnitState(1000.0, "u.service", "loaded", "active", "running", main_pid=5, started_at=1000.0)
     idle = GpuReading(1290.0, tuple(GpuSample(i, f"GPU-{i}", "NVIDIA H100 80GB HBM3", 3, 81559, 0) for i in range(2)))
@@ -383,11 +383,11 @@ def test_a_suspect_is_a_warning_live_and_the_failure_once_systemd_says_the_proce
 
 
 def test_the_log_pane_keeps_a_bounded_amount_of_what_a_host_sends() -> None:
-    """Records arrive whole up to 16 MiB (probes/runner.py): the pane keeps ENTRY_CHARS characters
+    """Records arrive whole up to 16 MiB (probes/transport/runner.py): the pane keeps ENTRY_CHARS characters
     of an entry (its head and its tail around a visible cut mark) and LOG_CHARS in all, oldest
     dropped first; the reader still reads every line."""
-    from probes.journal import Record
-    from probes.model import ENTRY_CHARS, ENTRY_TAIL, LOG_CHARS
+    from probes.logs.journal import Record
+    from probes.fold.model import ENTRY_CHARS, ENTRY_TAIL, LOG_CHARS
 
     m = HostModel("h", "sglang.service")
     big = "x" * (2 * ENTRY_CHARS) + "the end"
@@ -415,7 +415,7 @@ def test_a_start_begins_with_systemds_started_line_and_does_not_move() -> None:
     "in Starting 6s" fell back to 0s."""
     from pathlib import Path
 
-    from probes.journal import parse_record
+    from probes.logs.journal import parse_record
 
     path = Path(__file__).parent.parent / "tui" / "scenarios" / "sglang-startup.all.jsonl"
     m = HostModel("gpu-node-1", "sglang.service")
@@ -431,7 +431,7 @@ def test_a_start_begins_with_systemds_started_line_and_does_not_move() -> None:
 def test_a_server_that_dies_while_serving_did_not_fail_to_start() -> None:
     """A start killed once ready reads 'Crashed while serving (ready)' (it read 'Start failed in
     Ready', as if it had not started), and a later start's note says 'failed: <cause>'."""
-    from probes.verdict import failed_words
+    from probes.fold.verdict import failed_words
 
     assert failed_words("ready", "signal") == "Crashed while serving (ready): killed by a signal."
     assert failed_words("graph_capture", "cuda_oom") == "Start failed in CUDA graph capture: CUDA out of memory."

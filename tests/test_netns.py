@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from netns import NetnsHost
-from probes.runner import ProbeError
+from probes.transport.runner import ProbeError
 
 
 async def test_two_namespace_hosts_and_one_link_down(netns_hosts: list[NetnsHost]) -> None:

@@ -1,14 +1,14 @@
-"""probes.notify: which changes between two snapshots are news, timed by the event's own time."""
+"""probes.fold.notify: which changes between two snapshots are news, timed by the event's own time."""
 
 from __future__ import annotations
 
 import dataclasses
 from datetime import datetime, timezone
 
-from probes.notify import Notice, NoticeTracker, notices, url_label
-from probes.reader import ErrorLine, FailedStart
-from probes.state import HostState, PhaseSpan, UnitState
-from probes.verdict import judge
+from probes.fold.notify import Notice, NoticeTracker, notices, url_label
+from probes.data.reading import ErrorLine, FailedStart
+from probes.data.state import HostState, PhaseSpan, UnitState
+from probes.fold.verdict import judge
 
 T = 1_700_000_000.0          # the server's start
 SINCE = T + 60.0             # the dashboard connected a minute into it

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from probes.clock import ManualClock
-from probes.notify import Notice
-from probes.replay import ReplayRunner
-from probes.watch import HostSpec
+from probes.fold.notify import Notice
+from probes.transport.replay import ReplayRunner
+from probes.spec import HostSpec
 from tui.app import UpwatchApp, make_app
 from tui.config import Config
 from tui.demo import demo_scenarios

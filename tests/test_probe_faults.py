@@ -23,21 +23,14 @@ from test_live_watch import FAST, Recorder, batch, texts
 from test_testhost import until
 from testhost import FIXTURES, TestHost
 
-from probes import gpu as gpu_probe
-from probes import unit as unit_probe
+from probes.sources import gpu as gpu_probe
+from probes.sources import unit as unit_probe
 from probes.clock import WallClock
-from probes.gpu import (
-    COMPUTE_FIELDS,
-    QUERY_FIELDS,
-    UnparsableValue,
-    parse_compute_apps,
-    parse_query,
-    parse_query_line,
-    parse_query_row,
-    read_compute_apps,
-)
-from probes.state import Unparsable
-from probes.watch import HostSpec, HostWatcher
+from probes.sources.gpu import (COMPUTE_FIELDS, QUERY_FIELDS, UnparsableValue, parse_compute_apps,
+                                parse_query, parse_query_line, parse_query_row, read_compute_apps)
+from probes.data.state import Unparsable
+from probes.spec import HostSpec
+from probes.watch.watcher import HostWatcher
 
 UUID = "GPU-00000000-0000-0000-0000-0000000000a0"
 #: The measured crash: 309 digits read as float are inf, and int(inf) raised OverflowError.

@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 
 from conftest import EXTRA_LOGS, LOGS
-from probes.logfile import read_path, read_stream
-from probes.logline import parse
-from probes.reader import Reading, StartupReader
+from probes.sources.logfile import read_path, read_stream
+from probes.logs.logline import parse
+from probes.data.reading import Reading
+from probes.logs.reader import StartupReader
 
 
 def _lines(name: str) -> list[bytes]:

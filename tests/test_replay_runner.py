@@ -15,10 +15,10 @@ import pytest
 
 from conftest import FIXTURES
 from probes.clock import ManualClock
-from probes.journal import parse_record
-from probes.replay import (Gpu, GpuFrame, HealthFrame, ReplayRunner, Scenario, UnitFrame, journal_value,
-                           stamp_journal)
-from probes.runner import ProbeError
+from probes.logs.journal import parse_record
+from probes.transport.replay import (Gpu, GpuFrame, HealthFrame, ReplayRunner, Scenario, UnitFrame,
+                                     journal_value, stamp_journal)
+from probes.transport.runner import ProbeError
 
 T0 = 1_741_436_938.5
 SEQ = "1f93c69c8de94b7986775fefdb6b47a4"

@@ -1,7 +1,7 @@
-"""upwatch trusts a host exactly when OpenSSH does (probes/openssh.py), checked against the real
+"""upwatch trusts a host exactly when OpenSSH does (probes/transport/openssh.py), checked against the real
 ``ssh`` client's verdict on the same config and known_hosts files, on a real sshd on loopback
 (tests/sshd.py): ``ssh -F <cfg> -o BatchMode=yes alias true`` exits 0 or refuses, and
-:class:`~probes.ssh.SshRunner` must agree (and both must give the verdict the case expects, so a
+:class:`~probes.transport.ssh.SshRunner` must agree (and both must give the verdict the case expects, so a
 case where both fail for an unrelated reason cannot pass).
 
 Also: algorithms no weaker than OpenSSH 9.2's defaults (a server signing only with ``ssh-rsa``,
@@ -9,7 +9,7 @@ SHA-1, is refused unless the config asks for it), and login-key failures named a
 
 CheckHostIP: OpenSSH skips the address check for loopback addresses, so on this test host ``yes``
 and ``no`` must give the same verdicts (they are both run); the non-loopback rule, which needs a
-host name that resolves to a non-loopback address, is checked on :func:`probes.openssh.trusted`
+host name that resolves to a non-loopback address, is checked on :func:`probes.transport.openssh.trusted`
 itself at the end.
 """
 
@@ -26,9 +26,9 @@ import asyncssh
 import pytest
 from sshd import Sshd, SshdError, start_sshd
 
-from probes import openssh
-from probes.runner import ProbeError
-from probes.ssh import SshRunner
+from probes.transport import openssh
+from probes.transport.runner import ProbeError
+from probes.transport.ssh import SshRunner
 
 
 def _start(base: Path, **kw: object) -> Sshd:

@@ -19,9 +19,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from probes.health import probe_health
-from probes.runner import ProbeError
-from probes.ssh import SshRunner, parse_target
+from probes.sources.health import probe_health
+from probes.transport.runner import ProbeError
+from probes.transport.ssh import SshRunner, parse_target
 from sshd import Sshd, SshdError, start_sshd
 
 DEADLINE_S = 5.0

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from probes.watch import HostSpec
+from probes.spec import HostSpec
 from systemd_host import SystemdHost, llm_unit
 from test_systemd_host import until
 from tui.config import Config
@@ -93,7 +93,7 @@ def _key(item: dict) -> dict:
 def test_change_key_ignores_a_ticking_sentence() -> None:
     import dataclasses
 
-    from probes.state import HostState, Verdict
+    from probes.data.state import HostState, Verdict
 
     a = HostState("h", "u", state="loading", phase="graph_capture",
                   verdict=Verdict("warning", "No log line for 2m10s in Graph capture: the start looks hung.", "stalled"))

@@ -12,8 +12,8 @@ import io
 import pytest
 
 from conftest import EXTRA_LOGS, LOGS, log_cases
-from probes.logfile import read_stream
-from probes.reader import StartupReader
+from probes.sources.logfile import read_stream
+from probes.logs.reader import StartupReader
 
 # Files with the most going on: ranks, glued bars, \r frames, restarts, provisional ready.
 STREAMED = [LOGS / "sglang-ok-03.log", LOGS / "sglang-fail-graphcapture-01.log", LOGS / "sglang-ok-05-cr.log",

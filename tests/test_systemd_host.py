@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from conftest import LOGS
-from probes.runner import ProbeError
+from probes.transport.runner import ProbeError
 from systemd_host import FAKE_LLM, SystemdHost, llm_unit, start_systemd_host
 
 OOM_LINE = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "

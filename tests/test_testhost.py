@@ -15,12 +15,12 @@ from collections.abc import AsyncIterator, Callable
 import httpx
 import pytest
 
-from probes import gpu as gpu_probe
-from probes import unit as unit_probe
-from probes.health import probe_health
-from probes.runner import ProbeError
-from probes.ssh import SshRunner
-from probes.watch import journal_argv
+from probes.sources import gpu as gpu_probe
+from probes.sources import unit as unit_probe
+from probes.sources.health import probe_health
+from probes.transport.runner import ProbeError
+from probes.transport.ssh import SshRunner
+from probes.watch.watcher import journal_argv
 from testhost import FIXTURES, TestHost
 
 DEADLINE_S = 10.0
@@ -228,7 +228,8 @@ async def test_cut_connections_ends_a_stream_as_closed(runner: SshRunner, testho
 
 async def test_host_watcher_sees_a_real_sglang_start(testhost: TestHost) -> None:
     from probes.clock import WallClock
-    from probes.watch import HostSpec, HostWatcher
+    from probes.spec import HostSpec
+    from probes.watch.watcher import HostWatcher
 
     assert testhost.health is not None
     lines = testhost.seed_log("sglang-ok-01.log")  # the whole start, after the default 5 lines

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from probes.state import UnitState
-from probes.unit import SHOW_PROPERTIES, parse_properties, parse_show, parse_timestamp, show_argv
+from probes.data.state import UnitState
+from probes.sources.unit import SHOW_PROPERTIES, parse_properties, parse_show, parse_timestamp, show_argv
 
 SHOW = Path(__file__).resolve().parent / "fixtures" / "systemctl-show"
 NOW = 1_800_000_000.0

@@ -9,8 +9,9 @@ counter, cgroups, ``ps``; only ``nvidia-smi`` is a shim (there is no GPU) and th
 from __future__ import annotations
 
 from probes.clock import WallClock
-from probes.verdict import verdict_for
-from probes.watch import HostSpec, HostWatcher
+from probes.fold.verdict import verdict_for
+from probes.spec import HostSpec
+from probes.watch.watcher import HostWatcher
 from systemd_host import SystemdHost, llm_unit
 from test_systemd_host import OOM_LINE, until
 

@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from probes.watch import HostSpec
+from probes.spec import HostSpec
 from systemd_host import SystemdHost, llm_unit
 from test_systemd_host import OOM_LINE, until
 from tui.config import Config
@@ -52,7 +52,7 @@ def test_restart_then_ready_waits_for_the_new_process(systemd_host: SystemdHost)
     assert out.splitlines()[-1] == "gpu-node-3: ready (serving)"
     assert systemd_host.show("fake-llm.service", "MainPID")["MainPID"] != before
     assert any("Weight load" in line or "CUDA graph capture" in line for line in out.splitlines()), out
-    from probes.history import History
+    from probes.store.history import History
 
     # the start before the restart may be written too (its backlog said ready): the newest is wait's
     recs = [r for r in History().starts("gpu-node-3") if r.unit == "fake-llm.service" and r.outcome == "ready"]
@@ -93,7 +93,7 @@ def test_an_unreachable_host_exits_4() -> None:
         port = s.getsockname()[1]
         out = io.StringIO()
         spec = HostSpec("gpu-node-9", "sglang.service", ssh=f"root@127.0.0.1:{port}")
-        from probes.ssh import SshRunner
+        from probes.transport.ssh import SshRunner
 
         code = run_wait(spec, restart=False, until="ready", timeout_s=20, out=out, tty=False, config=FAST,
                         runner_factory=lambda s: SshRunner(s.target, config=[], known_hosts=[], connect_timeout=3))

@@ -7,8 +7,8 @@ import io
 
 import pytest
 
-from probes.reader import ErrorLine, Progress
-from probes.state import HostState, PhaseSpan, UnitState, Verdict
+from probes.data.reading import ErrorLine, Progress
+from probes.data.state import HostState, PhaseSpan, UnitState, Verdict
 from tui.wait import (
     _NOT_ALLOWED_RE, EXIT_FAILED, EXIT_LOOP, EXIT_READY, EXIT_UNREACHABLE, decisive_line_known, describe,
     outcome, tty_line, wait,
@@ -69,7 +69,7 @@ def test_failed_loop_and_the_auto_restart_between() -> None:
 
 
 def test_unreachable_and_not_allowed_exit_4() -> None:
-    from probes.state import ProbeFailure
+    from probes.data.state import ProbeFailure
 
     never = state(unit_state=None, updated=None, stale_since=T0,
                   failures=(ProbeFailure(T0, "unit", "unreachable", "connection refused"),))
@@ -112,7 +112,7 @@ def test_the_lines() -> None:
 def test_read_only_refuses_restart_before_connecting() -> None:
     import asyncio
 
-    from probes.watch import HostSpec
+    from probes.spec import HostSpec
     from tui.config import Config
 
     class NoRunner:

@@ -10,10 +10,11 @@ import time
 
 import pytest
 
-import probes.watch as watch_mod
+import probes.watch.watcher as watch_mod
 from probes.clock import ManualClock
-from probes.local import LocalRunner
-from probes.watch import HostSpec, HostWatcher, _wait_event
+from probes.transport.local import LocalRunner
+from probes.spec import HostSpec
+from probes.watch.watcher import HostWatcher, _wait_event
 
 
 async def test_wait_event_times_out_is_set_and_never_swallows_a_cancellation() -> None:

@@ -7,8 +7,8 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.color import Color
 
-from probes.reader import ErrorLine, Progress
-from probes.state import (GpuReading, GpuSample, HostState, PhaseSpan, ProbeFailure, UnitState, Verdict)
+from probes.data.reading import ErrorLine, Progress
+from probes.data.state import GpuReading, GpuSample, HostState, PhaseSpan, ProbeFailure, UnitState, Verdict
 from widgets.fmt import duration, hms
 from widgets.gpu_strip import GpuStrip, note_word
 from widgets.host_card import HostCard

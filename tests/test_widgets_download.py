@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 
-from probes.download import DownloadProgress
-from probes.reader import Progress
-from probes.state import HostState, PhaseSpan, ProbeFailure
-from probes.watch import HostSpec
+from probes.data.download import DownloadProgress
+from probes.data.reading import Progress
+from probes.data.state import HostState, PhaseSpan, ProbeFailure
+from probes.spec import HostSpec
 from tui.status import format_host, host_json
 from widgets.detail import PhaseTimeline
 from widgets.host_card import HostCard

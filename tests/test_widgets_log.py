@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.app import App, ComposeResult
 
-from probes.state import GpuReading, GpuSample, HostState, LogEntry, PhaseSpan, ProbeFailure, UnitState
+from probes.data.state import GpuReading, GpuSample, HostState, LogEntry, PhaseSpan, ProbeFailure, UnitState
 from widgets.detail import GpuHistory, PhaseTimeline, UnitPanel, spark
 from widgets.log_pane import LogPane
 

@@ -9,7 +9,7 @@ import io
 import pytest
 
 from conftest import log_cases
-from probes.logfile import read_stream
+from probes.sources.logfile import read_stream
 
 WRAPPERS = {
     "docker-logs-t": lambda i, line: b"2025-03-08T12:30:00.123456789Z " + line,

@@ -320,7 +320,7 @@ class TestHost(FakeGpuState):
 
     @property
     def target(self) -> str:
-        """``user@address:port`` for :class:`~probes.ssh.SshRunner` (use with ``config=[]``)."""
+        """``user@address:port`` for :class:`~probes.transport.ssh.SshRunner` (use with ``config=[]``)."""
         user = subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip()
         return f"{user}@{self.sshd.listen}:{self.sshd.port}"
 
@@ -331,8 +331,8 @@ class TestHost(FakeGpuState):
                 "config": [], "connect_timeout": 5.0}
 
     def runner(self, **kw: Any) -> Any:
-        """A new :class:`~probes.ssh.SshRunner` on this host (``kw`` overrides :meth:`runner_kwargs`)."""
-        from probes.ssh import SshRunner
+        """A new :class:`~probes.transport.ssh.SshRunner` on this host (``kw`` overrides :meth:`runner_kwargs`)."""
+        from probes.transport.ssh import SshRunner
 
         return SshRunner(self.target, **{**self.runner_kwargs(), **kw})
 

@@ -1,7 +1,7 @@
 """The operator's actions in the dashboard: keys, confirmation, running, notification.
 
 The logic (commands, checks, running, the audit log, the GPU-release wait) is
-:mod:`probes.actions`; this module is the Textual side:
+:mod:`probes.ops.actions`; this module is the Textual side:
 
 * :class:`ConfirmScreen`: a modal that names the host and shows the exact command line(s);
   Cancel has the focus, escape and ``n`` cancel, only the Confirm button runs anything.
@@ -29,11 +29,12 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from probes import hosttext
-from probes.actions import (ACTIONS, ActionPlan, ActionRefused, ActionResult, AuditLog, GpuReleaseWait,
-                            ReleaseStatus, execute, orphan_pids, pids_of, plan, wait_for_release)
+from probes.ops.actions import ACTIONS, ActionPlan, ActionRefused, ActionResult, execute, plan
+from probes.store.audit import AuditLog
+from probes.ops.release import GpuReleaseWait, ReleaseStatus, orphan_pids, pids_of, wait_for_release
 
 if TYPE_CHECKING:
-    from probes.watch import HostWatcher
+    from probes.watch.watcher import HostWatcher
 
 #: Bindings for a screen that acts on a host (its ``action_unit_action`` gives the host).
 ACTION_BINDINGS = [

@@ -1,6 +1,6 @@
 """The Textual app: thin. It owns the watchers and the repaint timer; screens do the rest.
 
-Data flow: each :class:`~probes.watch.HostWatcher` marks its host dirty when its model changes
+Data flow: each :class:`~probes.watch.watcher.HostWatcher` marks its host dirty when its model changes
 (cheap, any rate). A real-time timer (``Config.repaint_hz``, at most 10 Hz, on the detail screen;
 ``Config.overview_hz``, 2 Hz, on the overview) takes one snapshot per dirty host and hands it to the screens, so state updates coalesce per host while log entries are
 never dropped (screens pull them by sequence number).
@@ -25,13 +25,14 @@ from textual.binding import Binding
 from textual.notifications import SeverityLevel
 from textual.worker import Worker, WorkerState
 
-from probes.actions import AuditLog
+from probes.store.audit import AuditLog
 from probes.clock import Clock, WallClock
-from probes.gpu import NvmlSource
-from probes.history import History
+from probes.sources.gpu import NvmlSource
+from probes.store.history import History
 from probes.hosttext import lines, one_line
-from probes.runner import Runner
-from probes.watch import HostSpec, HostWatcher
+from probes.transport.runner import Runner
+from probes.spec import HostSpec
+from probes.watch.watcher import HostWatcher
 from tui.actions import ActionController
 from tui.config import Config
 from tui.notify import Notifier
@@ -221,15 +222,15 @@ def make_app(config: Config, runner_factory: RunnerFactory, clock: Clock | None 
 
     Args:
         config: the hosts to watch.
-        runner_factory: makes the :class:`~probes.runner.Runner` for a host (SSH, local, replay).
+        runner_factory: makes the :class:`~probes.transport.runner.Runner` for a host (SSH, local, replay).
         clock: the clock (default: wall time); the demo passes a sped-up one, tests a manual one.
         start_watchers: False leaves the probes stopped (tests that drive watchers themselves).
         gpu_source_factory: a local GPU source per host (NVML for ``ssh = "local"``), or None.
         read_only: refuse every action (restart, stop, kill ...); None: ``config.read_only``.
         audit: the actions' audit log: ``"default"`` (``audit.jsonl`` in the user data folder,
-            ``$UPWATCH_DATA_DIR`` overrides), an :class:`~probes.actions.AuditLog`, or None (none).
+            ``$UPWATCH_DATA_DIR`` overrides), an :class:`~probes.store.audit.AuditLog`, or None (none).
         history: the start history (durations, ETA): ``"default"`` (``history.sqlite3`` in the
-            user data folder), a :class:`~probes.history.History`, or None (none: the demo).
+            user data folder), a :class:`~probes.store.history.History`, or None (none: the demo).
     """
     return UpwatchApp(config, runner_factory, clock, start_watchers=start_watchers,
                       gpu_source_factory=gpu_source_factory, read_only=read_only, audit=audit,

@@ -31,11 +31,11 @@ import sys
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 
-from probes.engines import ENGINES
+from probes.logs.engines import ENGINES
 from probes.hosttext import json_text, one_line
-from probes.logfile import LogReadError, read_path
-from probes.notify import url_label
-from probes.watch import DEFAULT_PORTS, HostSpec
+from probes.sources.logfile import LogReadError, read_path
+from probes.fold.notify import url_label
+from probes.spec import DEFAULT_PORTS, HostSpec
 from tui.config import (ENV_VAR, HOST_KEYS, SETTING_KEYS, Config, ConfigError, default_config_path, display_path,
                         load_config, looks_like_quick_form, resolve_ssh)
 from tui.duration import parse_duration
@@ -517,7 +517,7 @@ def _speed(text: str) -> float:
 def _demo(args: argparse.Namespace) -> int:
     import tempfile
 
-    from probes.history import History
+    from probes.store.history import History
     from tui.demo_app import make_demo_app
 
     # The demo's history (made-up earlier starts, for the typical durations and ETAs) lives in a

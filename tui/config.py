@@ -23,7 +23,7 @@ The file's schema (unknown keys are errors; every value is checked before anythi
     name = "gpu-node-1"         # default: the host part of ssh
     ssh = "gpu-node-1"          # ~/.ssh/config alias, [user@]host[:port], or "local"; default: name
     unit = "sglang"             # required; ".service" appended when it has no unit suffix
-    engine = "sglang"           # one of probes.engines.ENGINES; default: detected from the log
+    engine = "sglang"           # one of probes.logs.engines.ENGINES; default: detected from the log
     port = 30000                # 1..65535; default: the engine's own default port
     health_url = "http://127.0.0.1:30000/health"   # http(s) URL with a host
     sudo = false                # journalctl/systemctl through sudo -n
@@ -55,12 +55,13 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from probes.engines import ENGINES
+from probes.logs.engines import ENGINES
 from probes.hosttext import one_line, unsafe_char
-from probes.notify import CHANNELS, DEFAULT_CHANNELS
-from probes.ssh import parse_target
-from probes.unitname import UNIT_SUFFIXES, normalize_unit  # noqa: F401 (re-exported)
-from probes.watch import HostSpec, health_target
+from probes.fold.notify import CHANNELS, DEFAULT_CHANNELS
+from probes.transport.ssh import parse_target
+from probes.spec import UNIT_SUFFIXES, normalize_unit  # noqa: F401 (re-exported)
+from probes.spec import HostSpec
+from probes.watch.watcher import health_target
 
 #: The environment variable naming the configuration file.
 ENV_VAR = "UPWATCH_CONFIG"
@@ -277,7 +278,7 @@ def resolve_ssh(target: str, ssh_config: Sequence[str | os.PathLike[str]] | None
             ``getpass.getuser()``).
 
     Returns:
-        (user, host name, port), or None for ``"local"`` or a target :func:`~probes.ssh.parse_target`
+        (user, host name, port), or None for ``"local"`` or a target :func:`~probes.transport.ssh.parse_target`
         refuses.
     """
     from asyncssh.config import SSHClientConfig
@@ -461,7 +462,7 @@ def _check(key: str, value: Any) -> Any:
             raise ValueError(f"must be true or false, not {_kind(value)}")
         return value
     if key == "stall_after_s":
-        from probes.engines.base import PHASES
+        from probes.data.vocab import PHASES
 
         table = value if isinstance(value, dict) else {"*": value}
         out = []

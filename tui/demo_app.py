@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 from probes.clock import Clock, ScaledClock
-from probes.history import History, StartRecord, phase_durations
-from probes.journal import parse_record
-from probes.model import HostModel
-from probes.replay import ReplayRunner, Scenario
-from probes.watch import HostSpec
+from probes.store.history import History, StartRecord, phase_durations
+from probes.logs.journal import parse_record
+from probes.fold.model import HostModel
+from probes.transport.replay import ReplayRunner, Scenario
+from probes.spec import HostSpec
 from tui.app import UpwatchApp, make_app
 from tui.config import Config
 from tui.demo import demo_scenarios
@@ -27,7 +27,7 @@ def seed_demo_history(history: History, scenarios: list[Scenario]) -> int:
     """Write made-up earlier starts of the demo's hosts into ``history``, so the cards show typical
     durations, an ETA and "slower than usual": for each scenario that does not fail, six starts a
     day apart whose phases took what the scenario's own start takes (times :data:`_EARLIER`;
-    measured as the history measures a start, :func:`~probes.history.phase_durations`); the hung
+    measured as the history measures a start, :func:`~probes.store.history.phase_durations`); the hung
     host's earlier starts finished graph capture (:data:`_HUNG_REST_S`). All end before the
     scenarios begin, so the demo's own starts never count as their own history.
     Returns the number of starts written."""
@@ -56,7 +56,7 @@ def make_demo_app(speed: float = 10.0, clock: Clock | None = None, start: float 
                   read_only: bool = False, history: History | None = None,
                   seed_history: bool = False) -> UpwatchApp:
     """The demo app: the scenarios of :func:`tui.demo.demo_scenarios`, each behind a
-    :class:`~probes.replay.ReplayRunner`, on a clock running ``speed`` times faster than real.
+    :class:`~probes.transport.replay.ReplayRunner`, on a clock running ``speed`` times faster than real.
 
     Args:
         speed: clock seconds per real second (ignored when ``clock`` is given).

@@ -1,9 +1,9 @@
 """``upwatch history [HOST ...] [--json]``: the start history, one block per comparable kind of start.
 
 A kind is (host, unit, model, engine-argument hash): the starts whose durations
-:meth:`probes.history.History.typical` compares. Each block says how many starts were ready and
+:meth:`probes.store.history.History.typical` compares. Each block says how many starts were ready and
 failed, the median of each phase and of the whole start over the last
-:data:`probes.history.TYPICAL_STARTS` ready ones, and when the newest began. Plain text; recorded host text
+:data:`probes.store.history.TYPICAL_STARTS` ready ones, and when the newest began. Plain text; recorded host text
 goes through the one sanitiser (:mod:`probes.hosttext`); nothing is interpreted as markup.
 
 Exit status: 0 (an empty history says so), 2 when the history file cannot be read.
@@ -16,10 +16,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
-from probes.eta import PHASE_WORDS
-from probes.history import History, SummaryRow, default_history_path
+from probes.fold.eta import PHASE_WORDS
+from probes.store.history import History, SummaryRow, default_history_path
 from probes.hosttext import json_text, one_line
-from probes.verdict import fmt_span
+from probes.fold.verdict import fmt_span
 
 EXIT_OK = 0
 EXIT_UNREADABLE = 2
@@ -77,7 +77,7 @@ def run_history(hosts: Sequence[str], *, as_json: bool, out: IO[str], err: IO[st
     Args:
         hosts: host names as recorded (the configured names). as_json: print a JSON list of
             :func:`row_json` objects. out, err: where to write. path: the history file (default:
-            :func:`probes.history.default_history_path`).
+            :func:`probes.store.history.default_history_path`).
 
     Returns:
         0, or 2 when the file cannot be read (one line on ``err`` says why).

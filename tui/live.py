@@ -1,18 +1,18 @@
 """The live dashboard: real hosts over SSH (or this machine), as configured in ``hosts.toml``.
 
-:func:`runner_for` picks the transport for a host: :class:`~probes.ssh.SshRunner` (asyncssh, with
+:func:`runner_for` picks the transport for a host: :class:`~probes.transport.ssh.SshRunner` (asyncssh, with
 ``~/.ssh/config``, the agent and strict host key checking against ``known_hosts``; keepalives every
-3 s, 3 misses) or, for ``ssh = "local"``, :class:`~probes.local.LocalRunner` with NVML for the GPUs.
+3 s, 3 misses) or, for ``ssh = "local"``, :class:`~probes.transport.local.LocalRunner` with NVML for the GPUs.
 """
 
 from __future__ import annotations
 
 from probes.clock import Clock, WallClock
-from probes.gpu import GpuError, NvmlSource
-from probes.local import LocalRunner
-from probes.runner import Runner
-from probes.ssh import SshRunner
-from probes.watch import HostSpec
+from probes.sources.gpu import GpuError, NvmlSource
+from probes.transport.local import LocalRunner
+from probes.transport.runner import Runner
+from probes.transport.ssh import SshRunner
+from probes.spec import HostSpec
 from tui.app import UpwatchApp, make_app
 from tui.config import Config
 

@@ -1,14 +1,14 @@
 """The dashboard's notifications: the bell, a toast, a desktop notification, a webhook.
 
 The app hands every new snapshot to :meth:`Notifier.observe`; a
-:class:`~probes.notify.NoticeTracker` decides what is news (see :mod:`probes.notify`) and each
+:class:`~probes.fold.notify.NoticeTracker` decides what is news (see :mod:`probes.fold.notify`) and each
 notice goes to the channels of its host (``notify`` in ``hosts.toml``):
 
 * ``bell``: ``App.bell()`` (once per host per snapshot, however many notices it brings);
 * ``toast``: ``App.notify(text, markup=False)``, severity by kind;
 * ``desktop``: ``notify-send`` (when on ``PATH``) run as an argv list, never through a shell, and
   killed after ``desktop_timeout_s``;
-* ``webhook``: ``POST`` of :meth:`~probes.notify.Notice.to_json` (a ``text`` field, so Slack-style
+* ``webhook``: ``POST`` of :meth:`~probes.fold.notify.Notice.to_json` (a ``text`` field, so Slack-style
   incoming webhooks show it) with httpx, ``webhook_timeout_s`` in all.
 
 Sending never blocks the screen: desktop and webhook sends go into a bounded queue per target, each
@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from probes.hosttext import one_line
-from probes.notify import Notice, NoticeTracker, url_label
-from probes.state import HostState
-from probes.watch import HostSpec
+from probes.fold.notify import Notice, NoticeTracker, url_label
+from probes.data.state import HostState
+from probes.spec import HostSpec
 
 if TYPE_CHECKING:
     from textual.app import App

@@ -1,4 +1,4 @@
-"""Text rendering of a :class:`~probes.reader.Reading` for ``upwatch replay``.
+"""Text rendering of a :class:`~probes.data.reading.Reading` for ``upwatch replay``.
 
 Plain text with fixed columns, so it reads the same in a terminal, a CI log or an e-mail. Every
 piece of host text in it has already had escape codes and control characters removed by the reader.
@@ -6,8 +6,8 @@ piece of host text in it has already had escape codes and control characters rem
 
 from __future__ import annotations
 
-from probes.engines import ENGINES
-from probes.reader import Reading
+from probes.logs.engines import ENGINES
+from probes.data.reading import Reading
 
 _LABELS = {"starting": "Starting", "download": "Download", "weights": "Weight load", "init": "Init",
            "graph_capture": "Graph capture", "warmup": "Warm-up", "ready": "Ready"}

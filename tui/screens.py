@@ -13,9 +13,9 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Header, Input, Static
 
-from probes.state import HostState
-from probes.verdict import HEADLINES, headline
-from probes.watch import HostWatcher
+from probes.data.state import HostState
+from probes.fold.verdict import HEADLINES, headline
+from probes.watch.watcher import HostWatcher
 from tui.actions import ACTION_BINDINGS
 from widgets.detail import GpuHistory, PhaseTimeline, UnitPanel
 from widgets.host_card import HostCard

@@ -1,7 +1,7 @@
 """``upwatch status [--json] [HOST...]``: connect, wait until every host answered once, print, exit;
 ``upwatch status --watch``: keep watching and print a JSON line per change (:func:`watch`).
 
-The same engine as the dashboard (one :class:`~probes.watch.HostWatcher` per host), without a
+The same engine as the dashboard (one :class:`~probes.watch.watcher.HostWatcher` per host), without a
 screen. A host has answered when each probe delivered or failed once and its journal backlog has
 been read (no new entry for :data:`JOURNAL_QUIET_S`); the wait is bounded by ``--timeout``.
 
@@ -21,16 +21,17 @@ from datetime import datetime
 from typing import IO, Any
 
 from probes.clock import Clock, WallClock
-from probes.eta import eta_for, typical_words
-from probes.download import download_words
-from probes.gpu import NvmlSource
-from probes.history import History
+from probes.fold.eta import eta_for, typical_words
+from probes.fold.download import download_words
+from probes.sources.gpu import NvmlSource
+from probes.store.history import History
 from probes.hosttext import json_text, one_line
-from probes.state import CONNECTION_KINDS
-from probes.verdict import blind_failures, headline, systemd_gave_up
-from probes.runner import Runner
-from probes.state import HostState
-from probes.watch import HostSpec, HostWatcher
+from probes.data.state import CONNECTION_KINDS
+from probes.fold.verdict import blind_failures, headline, systemd_gave_up
+from probes.transport.runner import Runner
+from probes.data.state import HostState
+from probes.spec import HostSpec
+from probes.watch.watcher import HostWatcher
 from tui.config import Config
 
 EXIT_OK = 0
@@ -55,7 +56,7 @@ def host_json(spec: HostSpec, s: HostState, now: float | None = None) -> dict[st
     """One host's snapshot as a JSON-ready dict.
 
     Keys: ``host``, ``unit``, ``engine``, ``state`` (``waiting``, ``loading``, ``ready``,
-    ``failed``, ``stopped``), ``headline`` (the card's word: :func:`probes.verdict.headline`), ``phase`` (DESIGN.md phase id), ``progress`` (``{"phase", "done",
+    ``failed``, ``stopped``), ``headline`` (the card's word: :func:`probes.fold.verdict.headline`), ``phase`` (DESIGN.md phase id), ``progress`` (``{"phase", "done",
     "total", "fraction"}`` or null), ``readiness`` (DESIGN.md ladder: ``inactive``,
     ``port_closed``, ``http_unhealthy``, ``healthy``, ``serving``, or ``unknown``), ``restarts``
     (NRestarts, or null), ``restart_loop`` (null, or ``{"starts", "causes", "gave_up"}``), ``gpus`` (list of ``index``, ``name``,

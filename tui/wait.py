@@ -24,13 +24,14 @@ from collections.abc import Callable
 from typing import IO
 
 from probes.clock import WallClock
-from probes.history import History
+from probes.store.history import History
 from probes.hosttext import one_line
-from probes.state import CONNECTION_KINDS
-from probes.runner import ProbeError, Runner
-from probes.state import HostState
-from probes.verdict import blind_failures, cannot_see_lasting, systemd_gave_up
-from probes.watch import HostSpec, HostWatcher
+from probes.data.state import CONNECTION_KINDS
+from probes.transport.runner import ProbeError, Runner
+from probes.data.state import HostState
+from probes.fold.verdict import blind_failures, cannot_see_lasting, systemd_gave_up
+from probes.spec import HostSpec
+from probes.watch.watcher import HostWatcher
 from tui.config import Config
 from tui.status import Answered, quiet_stdout, state_text
 from widgets.fmt import RUNG_WORDS
@@ -40,7 +41,7 @@ EXIT_CODES = {EXIT_READY: "ready", EXIT_FAILED: "the start failed", EXIT_LOOP: "
               EXIT_TIMEOUT: "timeout", EXIT_UNREACHABLE: "unreachable, not allowed or cannot see"}
 
 #: Seconds the unit or journal may fail to be read for a reason not known to last
-#: (:data:`probes.access.LASTING`) before ``wait`` gives up on it (exit 4).
+#: (:data:`probes.fold.access.LASTING`) before ``wait`` gives up on it (exit 4).
 BLIND_GIVE_UP_S = 60.0
 
 #: Seconds to wait for the journal's decisive line after systemd reported the failure.
@@ -178,8 +179,8 @@ def tty_line(s: HostState, now: float, width: int = 100) -> str:
 
 def _extra_words(s: HostState, now: float) -> str:
     """Download progress and the history's typical durations and ETA ("" when neither is known)."""
-    from probes.download import download_words
-    from probes.eta import typical_words
+    from probes.fold.download import download_words
+    from probes.fold.eta import typical_words
 
     words = [download_words(s) if s.download is not None else "", typical_words(s, now)]
     return " · ".join(w for w in words if w)
@@ -224,7 +225,8 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
         if restart and cannot_see_lasting(w.state()):
             restart = False  # restarting what cannot be seen: never; the loop below says why (exit 4)
         if restart:
-            from probes.actions import AuditLog, execute, plan
+            from probes.store.audit import AuditLog
+            from probes.ops.actions import execute, plan
 
             since = clock.now()
             result = await execute(plan(spec, "restart"), runner, AuditLog())
@@ -312,7 +314,7 @@ def run_wait(spec: HostSpec, *, restart: bool, until: str, timeout_s: float, out
              runner_factory: Callable[[HostSpec], Runner] | None = None,
              history: History | None | str = "default", err: IO[str] | None = None) -> int:
     """Run :func:`wait` with the runner for ``spec`` and return the exit status. ``history``:
-    ``"default"`` (the user data folder's start history), a :class:`~probes.history.History`, or
+    ``"default"`` (the user data folder's start history), a :class:`~probes.store.history.History`, or
     None. ``err``: where the reason of a non-zero exit goes (default stderr)."""
     if runner_factory is None:
         from tui.live import runner_for as runner_factory

@@ -13,9 +13,9 @@ from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
-from probes.eta import typical_words
-from probes.download import download_words
-from probes.state import HostState
+from probes.fold.eta import typical_words
+from probes.fold.download import download_words
+from probes.data.state import HostState
 from widgets.fmt import PHASE_LABELS, duration, hms
 from widgets.text import host_text, plain
 
@@ -93,7 +93,7 @@ class PhaseTimeline(_StateView):
     the line that began it. The current phase's duration runs from ``now``. With a start history
     (``state.typical``), each phase's median (``~1m40s``) follows its duration, and a last line
     says how many earlier starts the medians are over, and one more, while loading, where this start
-    stands (:func:`probes.eta.typical_words`). Below, while a start downloads: the download's bytes,
+    stands (:func:`probes.fold.eta.typical_words`). Below, while a start downloads: the download's bytes,
     rate and ETA, the folder measured and when; or why it cannot be measured."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = _DETAIL_CLASSES

@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 import time
 
-from probes.verdict import fmt_span
+from probes.fold.verdict import fmt_span
 
 __all__ = ["hms", "duration", "gib", "PHASE_LABELS", "PHASE_SHORT", "RUNG_WORDS"]
 
-#: Phase ids (``probes.engines.base.PHASES``) as operators read them.
+#: Phase ids (``probes.data.vocab.PHASES``) as operators read them.
 PHASE_LABELS: dict[str, str] = {
     "starting": "Starting", "download": "Download", "weights": "Weight load", "init": "Init",
     "graph_capture": "Graph capture", "warmup": "Warm-up", "ready": "Ready",
@@ -19,7 +19,7 @@ PHASE_SHORT: dict[str, str] = {
     "starting": "Start", "download": "Dl", "weights": "Weights", "init": "Init",
     "graph_capture": "Graph", "warmup": "Warm", "ready": "Ready",
 }
-#: Readiness rung ids (``probes.state.RUNGS`` and ``unknown``) in words.
+#: Readiness rung ids (``probes.data.state.RUNGS`` and ``unknown``) in words.
 RUNG_WORDS: dict[str, str] = {
     "inactive": "not running", "port_closed": "port closed", "http_unhealthy": "HTTP unhealthy",
     "healthy": "healthy", "serving": "serving", "unknown": "no health data",

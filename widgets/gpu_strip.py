@@ -24,8 +24,8 @@ from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
-from probes.state import CONNECTION_KINDS
-from probes.state import GpuReading, GpuSample, HostState, ProbeFailure
+from probes.data.state import CONNECTION_KINDS
+from probes.data.state import GpuReading, GpuSample, HostState, ProbeFailure
 from widgets.fmt import gib, hms
 from widgets.text import host_text, plain
 

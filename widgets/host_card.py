@@ -38,10 +38,10 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from probes.eta import about, eta_for
-from probes.download import download_words
-from probes.state import HostState
-from probes.verdict import headline, reconnect_words
+from probes.fold.eta import about, eta_for
+from probes.fold.download import download_words
+from probes.data.state import HostState
+from probes.fold.verdict import headline, reconnect_words
 from widgets.fmt import PHASE_LABELS, RUNG_WORDS, duration
 from widgets.gpu_strip import GpuStrip
 from widgets.phase_bar import PhaseBar, progress_label

@@ -32,7 +32,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from probes.state import LogEntry
+from probes.data.state import LogEntry
 from widgets.fmt import hms
 from widgets.text import host_text
 

@@ -10,7 +10,7 @@ from textual.containers import ScrollableContainer
 from textual.layout import Layout
 from textual.layouts.grid import GridLayout
 
-from probes.state import HostState
+from probes.data.state import HostState
 from widgets.host_card import HostCard
 
 __all__ = ["CardGrid"]

@@ -18,9 +18,9 @@ from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
-from probes.engines.base import PHASES
-from probes.reader import Progress
-from probes.state import HostState
+from probes.data.vocab import PHASES
+from probes.data.reading import Progress
+from probes.data.state import HostState
 from widgets.fmt import PHASE_SHORT
 
 __all__ = ["PhaseBar", "progress_label", "phase_cells"]

@@ -1,0 +1,432 @@
+"""HostModel: the pure fold of one host's events into a frozen :class:`~probes.data.state.HostState`.
+
+No I/O and no clock of its own: every event carries its source time, and :meth:`HostModel.state`
+takes ``now`` for the verdict. The watcher (``probes/watch/watcher.py``) feeds it; views render what it
+returns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import deque
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+
+from probes.data.download import DownloadSample
+from probes.fold.download import progress_from, wanted
+from probes.logs.journal import Record
+from probes.data.reading import Reading
+from probes.logs.reader import StartupReader
+from probes.data.state import (CONNECTION_KINDS, KNOWN_PROBES, GpuApps, GpuOrphans, GpuReading, Health,
+                               HostState, Knowledge, LogEntry, PhaseSpan, ProbeFailure, ProbeOk, Typical,
+                               UnitState, Verdict)
+from probes.fold.verdict import verdict_for
+
+#: How many log entries a host keeps for the log pane (oldest dropped first).
+LOG_KEEP = 5000
+#: The most characters of one entry kept for the log pane (a longer one keeps its head and its
+#: last :data:`ENTRY_TAIL` characters around a visible cut mark), and of all kept entries together:
+#: a host can make upwatch hold at most this much of its text (a str takes 1 to 4 bytes a character).
+ENTRY_CHARS = 4 * 1024 * 1024
+ENTRY_TAIL = 256
+LOG_CHARS = 32 * 1024 * 1024
+#: GPU samples kept per GPU for the detail screen's sparklines.
+GPU_HISTORY = 120
+#: Looks at the download folder kept (an hour at one every 5 s).
+DOWNLOAD_KEEP = 720
+#: Failure kinds that mean the whole host is out of reach (not just one command).
+#: GPU memory moving by this much (MiB, all GPUs together) counts as progress for stall detection.
+GPU_CHANGE_MIB = 256
+
+#: Engines that bind their HTTP port only after loading (weights, KV cache, CUDA graphs): a health
+#: answer while their log is still before warm-up comes from something else (FORMATS.md, trap 2).
+BINDS_AFTER_LOADING = frozenset({"sglang", "vllm"})
+_BOUND_PHASES = frozenset({"warmup", "ready"})
+
+
+
+def _iso_to_epoch(text: str | None) -> float | None:
+    """``2025-03-08T12:29:04Z`` / ``...+02:00`` / naive (read as UTC) → epoch seconds, or None."""
+    if not text or text.startswith("--"):
+        return None
+    try:
+        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.timestamp()
+
+
+class HostModel:
+    """One host's state, folded from events.
+
+    Args:
+        host: the host's configured name. unit: the systemd unit watched.
+        engine: force an engine id (``sglang``, ``vllm``, ...); None detects it from the log.
+        log_keep: log entries kept (oldest dropped first).
+
+    Events accepted by :meth:`apply`: a journal :class:`~probes.logs.journal.Record`, a
+    :class:`~probes.data.state.UnitState`, a :class:`~probes.data.state.GpuReading`, a
+    :class:`~probes.data.state.Health`, a :class:`~probes.data.state.ProbeFailure`, a
+    :class:`~probes.data.state.ProbeOk`, a :class:`~probes.data.state.Typical` (shown while the start's
+    model and engine-argument hash match it), a :class:`~probes.data.download.DownloadSample`; anything
+    else raises ``TypeError``.
+    """
+
+    def __init__(self, host: str, unit: str, engine: str | None = None, log_keep: int = LOG_KEEP,
+                 stall_after: Mapping[str, float] | None = None) -> None:
+        self.host = host
+        self.unit = unit
+        self.reader = StartupReader(engine)
+        self.log: deque[LogEntry] = deque(maxlen=log_keep)
+        self._log_chars = 0  # characters of text in ``log``
+        self.seq = 0
+        self.version = 0
+        self._unit: UnitState | None = None
+        self._health: Health | None = None
+        self._gpus: GpuReading | None = None
+        self._gpu_apps: GpuApps | None = None
+        self._gpu_orphans: GpuOrphans | None = None
+        self._gpu_total: int | None = None
+        self._gpu_changed_at: float | None = None
+        self._last_nrestarts: int | None = None
+        self._restarts_seen = 0
+        #: (MainPID, InvocationID) of the process that was running when /health turned OK;
+        #: "pending" while the unit is not known yet; None while health is not OK.
+        self._health_ok_proc: tuple[int | None, str | None] | str | None = None
+        self.stall_after = dict(stall_after or {})
+        #: a lower bound of when the unit was last started by hand (NRestarts went down), or None
+        self._manual_start_at: float | None = None
+        #: when /health first answered OK while the log said the server had not bound its port yet
+        self._health_early_since: float | None = None
+        self._gpu_hist: dict[int, deque[tuple[float | None, int | None]]] = {}
+        self._download: deque[DownloadSample] = deque(maxlen=DOWNLOAD_KEEP)
+        self._failures: dict[str, ProbeFailure] = {}
+        #: per probe, when it last delivered (epoch seconds): the "read" of its knowledge
+        self._read: dict[str, float | None] = {}
+        self._last_log_at: float | None = None
+        self._newest: float | None = None
+        self._reading: Reading | None = None
+        self._cached: tuple[int, HostState] | None = None
+        self._judged: tuple[HostState, Verdict | None, HostState] | None = None
+        self._typical: Typical | None = None
+
+    # --- events -------------------------------------------------------------------------------
+
+    def apply(self, event: object) -> None:
+        """Fold one event in (see the class docstring for the kinds)."""
+        self.version += 1
+        if isinstance(event, Record):
+            self._record(event)
+        elif isinstance(event, UnitState):
+            prev = self._last_nrestarts
+            n = event.n_restarts
+            if n is not None:
+                if prev is not None and n > prev:
+                    self._restarts_seen += n - prev
+                elif prev is not None and n < prev:
+                    self._restarts_seen += n  # reset by a manual restart: the new count is new
+                    # A start by hand (systemd flushes NRestarts then) begins a new count: failed
+                    # starts that began before the last look at the higher counter are history.
+                    self._manual_start_at = self._unit.time if self._unit is not None else event.time
+                self._last_nrestarts = n
+            self._unit = event
+            self._read["unit"] = event.time
+            if self._health_ok_proc == "pending" and event.running:
+                self._health_ok_proc = (event.main_pid, event.invocation_id)
+            self._seen(event.time)
+        elif isinstance(event, GpuOrphans):
+            self._gpu_orphans = event
+            self._seen(event.time)
+        elif isinstance(event, GpuReading):
+            self._gpus = event
+            self._read["gpu"] = event.time
+            total = sum(g.mem_used_mib for g in event.gpus if g.mem_used_mib is not None)
+            if self._gpu_total is None or abs(total - self._gpu_total) >= GPU_CHANGE_MIB:
+                if self._gpu_total is not None:
+                    self._gpu_changed_at = event.time
+                self._gpu_total = total
+            for g in event.gpus:
+                hist = self._gpu_hist.get(g.index)
+                if hist is None:
+                    hist = self._gpu_hist[g.index] = deque(maxlen=GPU_HISTORY)
+                hist.append((g.mem_fraction, g.util_pct))
+            self._seen(event.time)
+        elif isinstance(event, GpuApps):
+            self._gpu_apps = event
+            self._seen(event.time)
+        elif isinstance(event, DownloadSample):
+            if self._download and self._download[-1].path != event.path:
+                self._download.clear()  # another model or cache: another download
+            self._download.append(event)
+            self._seen(event.time)
+        elif isinstance(event, Health):
+            if event.rung == "port_closed" and self.unreachable():
+                # With the host out of reach, a refused tunnel says nothing about the server:
+                # keep the last known rung (the card is stale anyway).
+                return
+            ok = event.rung in ("healthy", "serving")
+            was_ok = self._health is not None and self._health.rung in ("healthy", "serving")
+            if ok and not was_ok:
+                u = self._unit
+                self._health_ok_proc = (u.main_pid, u.invocation_id) if u is not None and u.running else "pending"
+            elif not ok:
+                self._health_ok_proc = None
+            self._health = event
+            self._read["health"] = event.time
+            self._seen(event.time)
+        elif isinstance(event, ProbeFailure):
+            if event.kind not in CONNECTION_KINDS:
+                # The command ran on the host and failed there: the connection works, so
+                # connection failures of the other probes are over.
+                self._clear_connection_failures()
+            known = self._failures.get(event.probe)
+            if known is None:
+                self._failures[event.probe] = event
+            else:
+                # Keep when it began; take the latest reason and attempt count.
+                self._failures[event.probe] = dataclasses.replace(event, time=known.time)
+        elif isinstance(event, Typical):
+            self._typical = event
+        elif isinstance(event, ProbeOk):
+            self._failures.pop(event.probe, None)
+            self._read.setdefault(event.probe, event.time)  # e.g. a journal follow open on no entries
+            # One probe got through, so the connection is back: connection failures of the others
+            # are over too (a quiet journal stream has nothing to say that it reconnected; if it
+            # did not, it fails again on its own).
+            self._clear_connection_failures()
+        else:
+            raise TypeError(f"not an event: {type(event).__name__}")
+
+    def _clear_connection_failures(self) -> None:
+        for probe in [p for p, f in self._failures.items() if f.kind in CONNECTION_KINDS]:
+            del self._failures[probe]
+
+    def apply_all(self, events: Iterable[object]) -> None:
+        """Fold several events in, in order."""
+        for e in events:
+            self.apply(e)
+
+    def bad_record(self, raw: bytes | str, time: float | None) -> None:
+        """A journal line that is not a record: counted, and kept visibly in the log (never lost)."""
+        self.version += 1
+        self.seq += 1
+        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+        self.reader.note_bad_line(self.seq)
+        self._keep(LogEntry(self.seq, time, f"[unreadable journal record] {text[:500]}"))
+
+    def _seen(self, t: float) -> None:
+        if self._newest is None or t > self._newest:
+            self._newest = t
+
+    def _keep(self, entry: LogEntry) -> None:
+        """Keep an entry for the log pane, within :data:`LOG_KEEP` entries and :data:`LOG_CHARS`
+        characters in all (the oldest go first): what a host sends never fills the operator's memory."""
+        log = self.log
+        if len(log) == log.maxlen:
+            self._log_chars -= len(log[0].text)  # the one append drops
+        log.append(entry)
+        self._log_chars += len(entry.text)
+        while self._log_chars > LOG_CHARS and len(log) > 1:
+            self._log_chars -= len(log.popleft().text)
+
+    def _record(self, rec: Record) -> None:
+        self.seq += 1
+        t = rec.realtime_us / 1e6 if rec.realtime_us is not None else None
+        text = rec.text
+        if len(text) > ENTRY_CHARS:
+            # The reader reads the message whole (up to the runner's cap); the pane keeps this much.
+            head = ENTRY_CHARS - ENTRY_TAIL
+            text = f"{text[:head]} …[cut {len(text) - ENTRY_CHARS} chars]… {text[-ENTRY_TAIL:]}"
+        self._keep(LogEntry(self.seq, t, text, rec.systemd, rec.cursor))
+        if t is not None:
+            self._last_log_at = t
+            self._seen(t)
+        if t is not None or "journal" not in self._read:
+            self._read["journal"] = t  # None: an entry with no time (still read)
+        stamp = rec.stamp
+        for text in rec.texts:
+            self.reader.feed(text, self.seq, stamp=stamp, ident=rec.ident, systemd=rec.systemd,
+                             invocation=rec.invocation)
+
+    # --- reading --------------------------------------------------------------------------------
+
+    def unreachable(self) -> bool:
+        """Whether some probe lost the connection to the host (and it has not come back)."""
+        return any(f.kind in CONNECTION_KINDS for f in self._failures.values())
+
+    def has_read(self, probe: str) -> bool:
+        """Whether ``probe`` has delivered at least once (cheap)."""
+        return probe in self._read
+
+    def failing(self, probe: str) -> bool:
+        """Whether ``probe`` (``journal``, ``unit``, ``gpu``, ``health``) is failing now (cheap)."""
+        return probe in self._failures
+
+    def _time_of(self, seq: int) -> float | None:
+        """The time of log entry ``seq``, when it is still kept."""
+        log = self.log
+        if not log:
+            return None
+        i = seq - log[0].seq
+        return log[i].time if 0 <= i < len(log) else None
+
+    def entries_after(self, seq: int) -> list[LogEntry]:
+        """Log entries with ``seq`` greater than the one given, oldest first (those still kept)."""
+        log = self.log
+        if not log or log[-1].seq <= seq:
+            return []
+        first = log[0].seq
+        start = max(0, seq - first + 1)
+        return [log[i] for i in range(start, len(log))]
+
+    def state(self, now: float) -> HostState:
+        """The current snapshot, with its verdict judged at ``now`` (epoch seconds)."""
+        cached = self._cached
+        if cached is None or cached[0] != self.version:
+            cached = self._cached = (self.version, self._build())
+        base = cached[1]
+        v = verdict_for(base, now, self.stall_after)
+        judged = self._judged
+        if judged is not None and judged[0] is base and judged[1] == v:
+            return judged[2]  # the same object as last time: consumers can skip it with `is`
+        out = base if v == base.verdict else dataclasses.replace(base, verdict=v)
+        self._judged = (base, v, out)
+        return out
+
+    def _build(self) -> HostState:
+        unit = self._unit
+        # systemd says the process is gone: a suspect nothing recovered was the end of the start.
+        gone = unit is not None and not unit.running and unit.load_state != "not-found"
+        r = self.reader.reading(ended=gone)
+        spans = []
+        marks = r.phases
+        for i, m in enumerate(marks):
+            began = _iso_to_epoch(m.time)
+            dur = m.duration_s if i < len(marks) - 1 else None
+            spans.append(PhaseSpan(m.phase, began, dur, m.text))
+        start_began = spans[0].began if spans else None
+        # The start began with its first line (a systemd "Started" line comes before the server's
+        # own lines, and the reader's first phase mark can be later than it).
+        first = _iso_to_epoch(r.began)
+        if spans and first is not None and spans[0].began is not None and first < spans[0].began:
+            if spans[0].phase != "starting":
+                spans.insert(0, PhaseSpan("starting", first, spans[0].began - first, ""))
+            else:
+                # The reader names "starting" after the server's own first line, which can come
+                # seconds after systemd's "Started": the phase began with the start, and does not
+                # move (an "in Starting 15s" that fell back to 0s when the server's line came).
+                s0 = spans[0]
+                dur = s0.duration_s + (s0.began - first) if s0.duration_s is not None else None
+                spans[0] = PhaseSpan("starting", first, dur, s0.text)
+            start_began = first
+        if unit is not None and unit.started_at is not None and unit.running:
+            if start_began is None or unit.started_at > start_began:
+                start_began = unit.started_at
+        phase_began = None
+        for s in spans:
+            if s.phase == r.phase:
+                phase_began = s.began
+        counter = unit.n_restarts if unit is not None and unit.n_restarts is not None else r.restart_counter
+        stale = None
+        conn = [f.time for f in self._failures.values() if f.kind in CONNECTION_KINDS]
+        attempt = 0
+        if conn:
+            stale = min(conn)
+            attempt = max(f.attempt for f in self._failures.values() if f.kind in CONNECTION_KINDS)
+        state = "waiting" if self.seq == 0 and r.starts == 0 else r.state
+        if unit is not None and state != "failed" and not unit.running and unit.sub_state != "auto-restart":
+            # systemd's word beats a log that says ready or loading: the process is gone.
+            if unit.active_state == "failed":
+                state = "failed"
+            elif unit.active_state == "inactive" and (state != "waiting" or unit.load_state == "not-found"):
+                state = "stopped"
+        hist = tuple(tuple(self._gpu_hist[i]) for i in sorted(self._gpu_hist))
+        health_stale = False
+        proc = self._health_ok_proc
+        if isinstance(proc, tuple) and unit is not None and unit.running:
+            pid, inv = proc
+            changed = (pid is not None and unit.main_pid is not None and pid != unit.main_pid) or (
+                inv is not None and unit.invocation_id is not None and inv != unit.invocation_id)
+            if changed:
+                ready_at = next((sp.began for sp in spans if sp.phase == "ready"), None)
+                # The start that is ready must be this process's: it began with the unit's start
+                # (the old start's ready line may be less than a second before a quick restart,
+                # while the journal has not yet delivered the new start's first line).
+                began = _iso_to_epoch(r.began)
+                new_ready = (r.state == "ready" and ready_at is not None and unit.started_at is not None
+                             and ready_at >= unit.started_at - 1.0
+                             and (began is None or began >= unit.started_at - 1.0))
+                if new_ready:
+                    self._health_ok_proc = (unit.main_pid, unit.invocation_id)  # the new one is up
+                else:
+                    health_stale = True
+        readiness = _readiness(unit, self._health)
+        download = None
+        if self._download and wanted(state, r.phase, r.progress.phase if r.progress is not None else None, r.model):
+            # Only this start's looks (a restart begins a new download, or none).
+            download = progress_from([d for d in self._download if start_began is None or d.time >= start_began])
+        early = (readiness in ("healthy", "serving") and r.engine in BINDS_AFTER_LOADING and r.state == "loading"
+                 and r.phase not in _BOUND_PHASES and self._health is not None
+                 and (start_began is None or self._health.time >= start_began))
+        if early:
+            if self._health_early_since is None:
+                self._health_early_since = self._health.time
+        else:
+            self._health_early_since = None
+        if (health_stale or early) and readiness in ("healthy", "serving"):
+            readiness = "port_closed"  # the answer came from an earlier process
+        failed_starts, restart_loop = r.failed_starts, r.restart_loop
+        cut = self._manual_start_at
+        if cut is not None and failed_starts:
+            kept = tuple(f for f in failed_starts
+                         if (b := _iso_to_epoch(f.began)) is None or b >= cut - 1.0)
+            if len(kept) != len(failed_starts):
+                failed_starts, restart_loop = kept, len(kept) >= 2
+        return HostState(
+            host=self.host, unit=self.unit, engine=r.engine, state=state, phase=r.phase,
+            phases=tuple(spans), progress=r.progress, start_began=start_began, phase_began=phase_began,
+            readiness=readiness, health=self._health, unit_state=unit,
+            restart_counter=counter, restart_loop=restart_loop, starts=r.starts, error=r.error,
+            failed_at=self._time_of(r.error.line) if r.error is not None else None, suspect=r.suspect,
+            cause=r.cause, hint=r.hint, gpus=self._gpus, gpu_apps=self._gpu_apps, gpu_history=hist, last_line=r.last_line,
+            last_log_at=self._last_log_at, log_count=self.seq,
+            failures=tuple(self._failures[k] for k in sorted(self._failures)), stale_since=stale,
+            reconnect_attempt=attempt, failed_starts=failed_starts, gave_up=r.gave_up, restarts_seen=self._restarts_seen,
+            model=r.model, args_hash=r.args_hash, port=r.port, download=download,
+            gpu_changed_at=self._gpu_changed_at, health_stale=health_stale,
+            health_early_since=self._health_early_since,
+            gpu_orphans=self._gpu_orphans.orphans if self._gpu_orphans is not None else None,
+            typical=self._typical_for(r),
+            updated=self._newest, knowledge=self._knowledge(),
+        )
+
+    def _knowledge(self) -> tuple[Knowledge, ...]:
+        """Per probe of :data:`~probes.data.state.KNOWN_PROBES`: failing (since, why), read (when), or never."""
+        out = []
+        for p in KNOWN_PROBES:
+            f = self._failures.get(p)
+            if f is not None:
+                out.append(Knowledge(p, "failing", f.time, f.message, f.reason))
+            elif p in self._read:
+                out.append(Knowledge(p, "read", self._read[p]))
+            else:
+                out.append(Knowledge(p, "never"))
+        return tuple(out)
+
+    def _typical_for(self, r: Reading) -> Typical | None:
+        """The typical durations given, while they are of this start's model and arguments."""
+        t = self._typical
+        if t is None or (t.model, t.args_hash) != (r.model, r.args_hash):
+            return None
+        return t
+
+
+def _readiness(unit: UnitState | None, health: Health | None) -> str:
+    """The readiness rung from the unit's state and the last health probe (DESIGN.md ladder)."""
+    if unit is not None and not unit.running:
+        return "inactive"
+    if health is not None:
+        return health.rung
+    return "unknown"

@@ -1,0 +1,263 @@
+"""The table format every engine module fills in, and the matcher that runs it.
+
+An engine module is mostly a tuple of :class:`Rule`: a regular expression and what a line matching
+it means (a phase begins, the server is ready, a failure with its cause, a banner that begins a new
+start, evidence of which engine wrote the log). Adding an engine is adding a module with a table.
+
+Matching is the reader's hot path (a million lines in a few seconds), so a :class:`Matcher` does not
+run every regex on every line. Each rule has *keys*: words (lower case) at least one of which must
+occur in a matching line as a whole word. The matcher splits a line into words once, intersects them
+with the set of all keys, and runs only the rules whose keys are present.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass, field
+
+from probes.data.vocab import CAUSE_STRENGTH, PHASE_INDEX
+
+_WORD_BYTES = bytes.maketrans(
+    bytes(range(256)),
+    bytes((b + 32) if 65 <= b <= 90 else (32 if chr(b) in string.punctuation and b != 95 else b)
+          for b in range(256)))
+_ESCAPE_CLASS_RE = re.compile(r"\\[dDwWsSbBAZ]")
+_ESCAPED_PUNCT_RE = re.compile(r"\\(.)")
+_CHARCLASS_RE = re.compile(r"\[(?:\\.|[^\]\\])*\]")
+_GROUP_OPEN_RE = re.compile(r"\(\?(?:P<\w+>|[:=!]|<[=!])?")
+_WORD_RE = re.compile(r"(?<![\w\x00])[A-Za-z][A-Za-z0-9_]{2,}(?![\w\x00?*+{])")
+
+
+def derive_keys(pattern: str) -> tuple[str, ...]:
+    """Pick the key word of a pattern without alternation: its longest plain literal word.
+
+    Raises:
+        ValueError: when the pattern has no plain word of 3+ letters (give ``keys=`` explicitly).
+    """
+    found = _WORD_RE.findall(_literal_text(pattern).replace(")", "\x00)"))
+    if not found:
+        raise ValueError(f"no key word in pattern {pattern!r}: give keys=")
+    return (max(found, key=len).lower(),)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One row of an engine table: a pattern and what a matching line means.
+
+    Attributes:
+        pattern: a regular expression searched in the line's message (prefixes removed).
+        keys: lower-case words, one of which occurs in every matching line (derived when empty;
+            required when the pattern has ``|``).
+        phase: the canonical phase this line belongs to (it begins the phase if not yet begun).
+        ready: the line says the server is ready.
+        provisional: a ready line that a following failure can take back (vLLM prints
+            ``Application startup complete.`` before binding its port).
+        confirm: the line confirms a provisional ready (``Uvicorn running on``).
+        cause: a failure cause id from :data:`CAUSES`.
+        strength: how decisive the failure line is (default from :data:`CAUSE_STRENGTH`).
+        hint: a hint overriding the cause's default; ``{name}`` takes the pattern's named group.
+        banner: the line is printed once per server launch; seen again, it begins a new start.
+        detect: the engine whose log this line proves (``weak``: only if nothing stronger comes).
+        benign: the message this line begins is a warning: failure patterns in it and in its
+            continuation lines are ignored (an ignored optional import, a deprecation).
+        completes: the line says its phase is done (``Loading model weights took 10 GB``): a failure
+            after it, before the next phase's first line, happened in the next phase.
+        ends: the server says it has shut down (Uvicorn's ``Application shutdown complete.``, a
+            ``KeyboardInterrupt``): a start that did not fail reads as stopped.
+        progress: the pattern's ``done`` and ``total`` groups are progress in ``phase`` (for
+            counters that are not tqdm bars, e.g. TGI's ``Download: [1/4]``).
+        frame: the pattern names functions or files of a traceback frame (``in
+            capture_one_batch_size``, ``model_loader/``): it matches only on frame lines, and
+            ``phase`` is then the phase in which a failure under that frame happened (it does not
+            move the live phase). Its ``keys`` are the function names, ``files`` the file or
+            folder names (``cuda_graph_runner`` for ``.../cuda_graph_runner.py``).
+        terminal: the line itself says the process ends or cannot go on (an engine's death line,
+            a signal, a native crash, a server that could not bind): the start has failed, not
+            just a suspect.
+        lifecycle: a systemd event (``started``, ``exited``, ``result``, ``restart``, ``stopping``,
+            ``stopped``, ``deactivated``, ``job_failed``, ``gave_up``); only lines written by systemd
+            match these.
+        flags: ``re`` flags for the pattern.
+        example: a real line the rule must match (checked by the tests).
+    """
+
+    pattern: str
+    keys: tuple[str, ...] = ()
+    phase: str | None = None
+    ready: bool = False
+    provisional: bool = False
+    confirm: bool = False
+    cause: str | None = None
+    strength: int = 0
+    hint: str | None = None
+    banner: bool = False
+    detect: str | None = None
+    weak: bool = False
+    benign: bool = False
+    progress: bool = False
+    ends: bool = False
+    completes: bool = False
+    frame: bool = False
+    files: tuple[str, ...] = ()
+    terminal: bool = False
+    lifecycle: str | None = None
+    flags: int = 0
+    example: str = ""
+    rx: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.phase is not None and self.phase not in PHASE_INDEX:
+            raise ValueError(f"unknown phase {self.phase!r} in rule {self.pattern!r}")
+        if self.cause is not None and self.cause not in CAUSE_STRENGTH:
+            raise ValueError(f"unknown cause {self.cause!r} in rule {self.pattern!r}")
+        keys = self.keys
+        if not keys:
+            if "|" in self.pattern:
+                raise ValueError(f"pattern with alternation needs keys=: {self.pattern!r}")
+            keys = derive_keys(self.pattern)
+        object.__setattr__(self, "keys", tuple(k.lower() for k in keys))
+        object.__setattr__(self, "rx", re.compile(self.pattern, self.flags))
+        if self.cause is not None and not self.strength:
+            object.__setattr__(self, "strength", CAUSE_STRENGTH[self.cause])
+
+
+@dataclass(frozen=True)
+class BarLabel:
+    """A progress-bar label (the text before ``NN%|``) and the phase its bars belong to."""
+
+    pattern: str
+    phase: str
+    flags: int = re.IGNORECASE
+    rx: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rx", re.compile(self.pattern, self.flags))
+
+
+@dataclass(frozen=True)
+class Engine:
+    """An engine family: its name, its table, its hints and the syslog identifiers it runs as.
+
+    Attributes:
+        name: the id used in readings and ``--engine`` (``sglang``, ``vllm``, ...).
+        label: the name shown to people.
+        rules: the engine's own rules, most specific first.
+        bars: bar labels specific to the engine (common ones live in ``common.py``).
+        hints: per-cause hints naming the engine's own flags.
+        idents: syslog identifiers that prove the engine (``ollama``).
+        dots: the phase of a line of dots only (llama.cpp's ``load_tensors`` prints one dot per
+            chunk of tensors it loads), or None.
+        prefix_flavors: line-prefix styles (from :mod:`probes.logs.logline`) that hint at the engine, as
+            ``{flavor: weak}``.
+    """
+
+    name: str
+    label: str
+    rules: tuple[Rule, ...]
+    bars: tuple[BarLabel, ...] = ()
+    hints: dict[str, str] = field(default_factory=dict)
+    idents: tuple[str, ...] = ()
+    dots: str | None = None
+
+
+_NO_HITS: list = []
+
+#: Key words are looked for in the first this many characters of a message: every rule's key sits
+#: near the start of the lines it matches, and it bounds the cost of 10 kB argument dumps.
+SCAN_CHARS = 400
+
+
+class Matcher:
+    """Runs a table of rules against lines, fast: only rules whose key words occur are tried.
+
+    ``match(msg)`` returns ``[(rule, match), ...]`` for every rule that matches, in table order.
+    """
+
+    __slots__ = ("rules", "_index", "_keys")
+
+    def __init__(self, rules: tuple[Rule, ...] | list[Rule]) -> None:
+        self.rules = tuple(rules)
+        # key -> ((rule index, regex), ...). A rule "A|B|C" is tried, for a key, only through the
+        # branches holding that key: a branch that starts with a literal is a fast search in `re`,
+        # an alternation is not.
+        index: dict[bytes, list[tuple[int, re.Pattern[str]]]] = {}
+        for i, rule in enumerate(self.rules):
+            branches = split_alternation(rule.pattern)
+            branch_words = [_literal_words(b) for b in branches] if len(branches) > 1 else []
+            # Split only when every branch holds one of the keys (else a line could match a branch
+            # that no key leads to) and there are no named groups to keep together.
+            split = (branch_words and "(?P" not in rule.pattern
+                     and all(any(k in w for k in rule.keys) for w in branch_words))
+            for key in rule.keys:
+                mine = [b for b, w in zip(branches, branch_words) if key in w]
+                if split and mine:
+                    for branch in mine:
+                        index.setdefault(key.encode(), []).append((i, re.compile(branch, rule.flags)))
+                else:
+                    index.setdefault(key.encode(), []).append((i, rule.rx))
+        self._index = {k: tuple(v) for k, v in index.items()}
+        self._keys = frozenset(index)
+
+    def match(self, msg: str) -> list[tuple[Rule, re.Match[str]]]:
+        """All rules matching ``msg``, in table order (an empty list for most lines)."""
+        words = msg[:SCAN_CHARS].encode("utf-8", "surrogateescape").translate(_WORD_BYTES).split()
+        keys = self._keys
+        if keys.isdisjoint(words):
+            return _NO_HITS
+        hits = keys.intersection(words)
+        index = self._index
+        if len(hits) == 1:
+            cands = index[next(iter(hits))]
+        else:
+            cands = sorted({c for k in hits for c in index[k]}, key=lambda c: c[0])
+        out = []
+        rules = self.rules
+        last = -1
+        for i, rx in cands:
+            if i == last:
+                continue  # this rule already matched through another branch
+            m = rx.search(msg, 0, 8192)
+            if m is not None:
+                out.append((rules[i], m))
+                last = i
+        return out
+
+
+def split_alternation(pattern: str) -> list[str]:
+    """Split a regex at its top-level ``|`` (not inside groups or character classes)."""
+    parts, depth, start, i, in_class = [], 0, 0, 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if pattern[i + 1:i + 2] == "]":
+                i += 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            parts.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    parts.append(pattern[start:])
+    return parts
+
+
+def _literal_text(pattern: str) -> str:
+    """A pattern with its regex syntax blanked: classes and group openers become NUL, escaped
+    punctuation a space; what is left of letters and digits are its literal words."""
+    s = _CHARCLASS_RE.sub("\x00", pattern)
+    s = _ESCAPE_CLASS_RE.sub("\x00", s)
+    s = _ESCAPED_PUNCT_RE.sub(" ", s)
+    return _GROUP_OPEN_RE.sub("\x00", s)
+
+
+def _literal_words(pattern: str) -> set[str]:
+    return {w.lower() for w in re.findall(r"[A-Za-z0-9_]+", _literal_text(pattern))}

@@ -1,0 +1,173 @@
+"""How upwatch runs commands on a host: the :class:`Runner` protocol and our own error kinds.
+
+A runner is the only thing a probe talks to. It runs a command to completion (``run``), streams a
+long-lived command's output line by line (``stream``), and opens a way to the server's HTTP port
+(``forward`` + ``http_transport``). Every failure of the transport reaches probes as a
+:class:`ProbeError` with a ``kind`` the UI can name.
+
+Implementations: :class:`probes.transport.replay.ReplayRunner` (a recorded scenario; the demo and the
+tests). ``SshRunner`` (asyncssh) and ``LocalRunner`` follow in the live-host work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from probes.data.cutline import CUT_TAIL, LINE_CAP, CutLine
+from probes.hosttext import one_line
+
+if TYPE_CHECKING:  # httpx imports rich when it is installed: probes must not load it at import
+    import httpx
+
+#: The kinds of :class:`ProbeError`, with the words the UI shows for each.
+ERROR_KINDS = {
+    "unreachable": "host unreachable",
+    "auth": "SSH login refused",
+    "host_key": "host key not trusted",
+    "timeout": "timed out",
+    "closed": "connection closed",
+    "command": "command failed",
+    "permission": "not allowed",
+    "unparsable": "unparsable value",
+    "crashed": "probe crashed",
+}
+
+
+class ProbeError(Exception):
+    """A probe could not get its data.
+
+    Args:
+        kind: one of :data:`ERROR_KINDS` (``unreachable``, ``auth``, ``host_key``, ``timeout``,
+            ``closed``, ``command``, ``permission``; ``unparsable`` and ``crashed`` are only
+            :class:`~probes.data.state.ProbeFailure` kinds, set by the watcher).
+        message: one line for an operator (host text; show it as plain text, never markup). It is
+            passed through the one sanitiser (:func:`probes.hosttext.one_line`) here, so what a host
+            sent (a disconnect reason, a command's stderr) carries no escape code to any output.
+    """
+
+    def __init__(self, kind: str, message: str) -> None:
+        message = one_line(message)
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    """A finished command: its argv, exit status and raw output (bytes, not decoded)."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: bytes
+    stderr: bytes = b""
+
+
+class Runner(Protocol):
+    """Runs commands on one host. All methods may raise :class:`ProbeError`."""
+
+    host: str
+
+    async def run(self, argv: Sequence[str], timeout: float = 30.0) -> Completed:
+        """Run ``argv`` to completion within ``timeout`` seconds (of real time)."""
+        ...
+
+    def stream(self, argv: Sequence[str]) -> AsyncIterator[bytes]:
+        """Start ``argv`` and yield each output line (bytes, newline removed) as it comes.
+
+        The remote process is ended when the iterator is closed or the connection drops.
+        """
+        ...
+
+    async def forward(self, remote_port: int) -> int:
+        """Make the host's ``remote_port`` reachable locally; returns the local port."""
+        ...
+
+    def http_transport(self) -> httpx.AsyncBaseTransport | None:
+        """A transport for HTTP to the forwarded port, or None for plain TCP."""
+        ...
+
+    async def close(self) -> None:
+        """End every process this runner started and close its connection."""
+        ...
+
+
+#: Bytes asked for per read of a stream.
+READ_CHUNK = 256 * 1024
+
+
+async def split_lines(read: Callable[[int], Awaitable[bytes]], *, cap: int = LINE_CAP,
+                      tail: int = CUT_TAIL, chunk: int = READ_CHUNK) -> AsyncGenerator[bytes, None]:
+    """Yield the ``\n``-separated lines of a byte stream, newline removed, each whole.
+
+    Reading by chunks and splitting here (not ``readline``) is on purpose: asyncssh's
+    ``readline`` hands over part of a line once its buffer reaches the channel window (2 MiB),
+    asyncio's raises ``ValueError`` past 64 KiB. Memory stays under about ``cap + chunk`` bytes.
+
+    Args:
+        read: ``read(n)`` returning up to ``n`` bytes, ``b""`` at end of stream (asyncssh's and
+            asyncio's ``StreamReader.read``). Its exceptions pass through.
+        cap: a line longer than this many bytes is yielded as a :class:`CutLine` keeping its first
+            ``cap - tail`` and last ``tail`` bytes.
+        tail, chunk: see above; bytes per ``read``.
+
+    Yields:
+        Each line; a last line without a newline too (an empty one is not yielded).
+    """
+    if not 0 < tail < cap:
+        raise ValueError(f"need 0 < tail < cap, got tail={tail}, cap={cap}")
+    buf = bytearray()
+    cut: _Cutting | None = None
+    while True:
+        data = await read(chunk)
+        if not data:
+            if cut is not None:
+                yield cut.line()
+            elif buf:
+                yield bytes(buf)
+            return
+        start = 0
+        while True:
+            nl = data.find(b"\n", start)
+            piece = data[start:] if nl < 0 else data[start:nl]
+            if cut is not None:
+                cut.add(piece)
+            else:
+                buf += piece
+                if len(buf) > cap:
+                    cut = _Cutting(buf, cap - tail, tail)
+                    buf = bytearray()
+            if nl < 0:
+                break
+            line: bytes
+            if cut is not None:
+                line, cut = cut.line(), None
+            else:
+                line = bytes(buf)
+                buf.clear()
+            yield line
+            start = nl + 1
+
+
+class _Cutting:
+    """A line past the cap while it is read: the head kept, a rolling window of its end."""
+
+    def __init__(self, start: bytearray, head: int, tail: int) -> None:
+        self.head = bytes(start[:head])
+        self.keep = tail
+        self.tail = bytearray(start[head:])
+        self.size = len(start)
+        self._trim()
+
+    def add(self, piece: bytes) -> None:
+        self.tail += piece
+        self.size += len(piece)
+        if len(self.tail) > 2 * self.keep:
+            self._trim()
+
+    def _trim(self) -> None:
+        del self.tail[:-self.keep]
+
+    def line(self) -> CutLine:
+        return CutLine(self.head, bytes(self.tail[-self.keep:]), self.size)
