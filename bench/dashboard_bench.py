@@ -331,7 +331,7 @@ class FloodRunner:
             try:
                 await asyncio.wait_for(self._closed.wait(), delay)
                 return False
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         else:
             # Late (the consumer is behind): still give the loop a turn between bursts, as a socket

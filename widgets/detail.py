@@ -199,8 +199,8 @@ class GpuHistory(_StateView):
             out.append("GPU: waiting for the first sample" if failure is None else "no GPU sample", muted)
             return out
         names = sorted({plain(g.name, max_chars=40) for g in reading.gpus})
-        head = f"{len(reading.gpus)} × {', '.join(names)} · last sample {hms(reading.time)}"
-        out.append(head[:width], muted)
+        summary = f"{len(reading.gpus)} × {', '.join(names)} · last sample {hms(reading.time)}"
+        out.append(summary[:width], muted)
         # "GPU0 mem <spark> 100%  util <spark> 100%  62°C 310W"
         extra_w = 12
         fixed = 6 + 4 + 5 + 7 + 5

@@ -139,7 +139,7 @@ class GpuStrip(Widget):
 
     def _cells(self, gpus: tuple[GpuSample, ...], width: int, lines: int, old: bool) -> list[Text]:
         n = len(gpus)
-        for fmt, cell_w in (("wide", 24), ("compact", 18), ("tiny", 8)):
+        for fmt, cell_w in (("wide", 24), ("compact", 18), ("tiny", 8)):  # noqa: B007 - fmt is read after the loop
             per_line = max(1, (width + 1) // (cell_w + 1))
             if math.ceil(n / per_line) <= lines:
                 break

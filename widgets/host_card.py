@@ -26,7 +26,8 @@ ticking durations are computed from it and never stored in the state.
 
 from __future__ import annotations
 
-from typing import Callable, ClassVar
+from collections.abc import Callable
+from typing import ClassVar
 
 from rich.style import Style
 from rich.text import Text
@@ -116,12 +117,12 @@ class _Line(Widget):
 _LINES = 6
 
 
-def _header_key(s: HostState) -> tuple:
+def _header_key(s: HostState) -> tuple[object, ...]:
     return (s.state, s.unit, s.engine, s.readiness, s.restart_counter, s.restart_loop, s.stale_since,
             s.verdict.kind if s.verdict is not None else "")
 
 
-def _times_key(s: HostState) -> tuple:
+def _times_key(s: HostState) -> tuple[object, ...]:
     return (s.state, s.phase, s.progress, s.phase_began, s.start_began, s.phases, s.starts, s.failed_at, s.typical,
             s.download)
 
@@ -245,10 +246,9 @@ class HostCard(Widget, can_focus=True):
         flood the last line changes ten times a second; the rest of the card rarely does)."""
         old = self._shown
         self._shown = s
-        first = old is None
-        if first or s.host != old.host:
+        if old is None or s.host != old.host:
             self.border_title = Content(plain(s.host, max_chars=120) or "?")
-        if first or (s.stale_since, s.reconnect_attempt, s.updated) != (old.stale_since, old.reconnect_attempt, old.updated):
+        if old is None or (s.stale_since, s.reconnect_attempt, s.updated) != (old.stale_since, old.reconnect_attempt, old.updated):
             # A host never reached has no last known state to call stale: its first word says
             # UNREACHABLE and its verdict how the connecting goes; the border would only repeat it.
             self.border_subtitle = (Content(f"STALE · {reconnect_words(s)}")
@@ -264,19 +264,19 @@ class HostCard(Widget, can_focus=True):
         if want != set(self.classes):
             # One restyle for the whole change, not one per class.
             self.set_classes(want)
-        if first or (s.phase, s.state, s.progress, s.phases, s.download) != (
+        if old is None or (s.phase, s.state, s.progress, s.phases, s.download) != (
                 old.phase, old.state, old.progress, old.phases, old.download):
             self.query_one(PhaseBar).update_state(s)
-        if first or (s.gpus, s.failures, s.stale_since) != (old.gpus, old.failures, old.stale_since):
+        if old is None or (s.gpus, s.failures, s.stale_since) != (old.gpus, old.failures, old.stale_since):
             self.query_one(GpuStrip).update_state(s)
         lines = {ln.id: ln for ln in self.query_children(_Line)}
-        if first or _header_key(s) != _header_key(old):
+        if old is None or _header_key(s) != _header_key(old):
             lines["hc-header"].redraw()
-        if first or _times_key(s) != _times_key(old):
+        if old is None or _times_key(s) != _times_key(old):
             lines["hc-times"].redraw()
-        if first or (s.last_line, s.error, s.state) != (old.last_line, old.error, old.state):
+        if old is None or (s.last_line, s.error, s.state) != (old.last_line, old.error, old.state):
             lines["hc-log"].redraw()
-        if first or (s.verdict, s.hint, s.state) != (old.verdict, old.hint, old.state):
+        if old is None or (s.verdict, s.hint, s.state) != (old.verdict, old.hint, old.state):
             verdict = lines["hc-verdict"]
             level = f"-{s.verdict.level}" if s.verdict is not None else ""
             for name in _LEVEL_CLASSES:

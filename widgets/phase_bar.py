@@ -127,7 +127,7 @@ class PhaseBar(Widget):
                  visited: frozenset[str] | None = None, *, name: str | None = None, id: str | None = None,
                  classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
-        self._view: tuple = (phase, status, progress, visited)
+        self._view: tuple[str, str, Progress | None, frozenset[str] | None] = (phase, status, progress, visited)
 
     def show(self, phase: str, status: str, progress: Progress | None = None,
              visited: frozenset[str] | None = None) -> None:

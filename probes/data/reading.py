@@ -6,6 +6,7 @@ progress, the decisive line, suspects, failed starts). Frozen values made by
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +147,7 @@ class Reading:
         """Phase ids of the last start, in order of their first line."""
         return [m.phase for m in self.phases]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The reading as ``upwatch replay --json`` prints it (exactly these keys)."""
         prog = None
         if self.progress is not None:

@@ -310,15 +310,16 @@ class HostModel:
         # The start began with its first line (a systemd "Started" line comes before the server's
         # own lines, and the reader's first phase mark can be later than it).
         first = _iso_to_epoch(r.began)
-        if spans and first is not None and spans[0].began is not None and first < spans[0].began:
+        began0 = spans[0].began if spans else None
+        if first is not None and began0 is not None and first < began0:
             if spans[0].phase != "starting":
-                spans.insert(0, PhaseSpan("starting", first, spans[0].began - first, ""))
+                spans.insert(0, PhaseSpan("starting", first, began0 - first, ""))
             else:
                 # The reader names "starting" after the server's own first line, which can come
                 # seconds after systemd's "Started": the phase began with the start, and does not
                 # move (an "in Starting 15s" that fell back to 0s when the server's line came).
                 s0 = spans[0]
-                dur = s0.duration_s + (s0.began - first) if s0.duration_s is not None else None
+                dur = s0.duration_s + (began0 - first) if s0.duration_s is not None else None
                 spans[0] = PhaseSpan("starting", first, dur, s0.text)
             start_began = first
         if unit is not None and unit.started_at is not None and unit.running:
@@ -367,12 +368,13 @@ class HostModel:
         if self._download and wanted(state, r.phase, r.progress.phase if r.progress is not None else None, r.model):
             # Only this start's looks (a restart begins a new download, or none).
             download = progress_from([d for d in self._download if start_began is None or d.time >= start_began])
+        health = self._health
         early = (readiness in ("healthy", "serving") and r.engine in BINDS_AFTER_LOADING and r.state == "loading"
-                 and r.phase not in _BOUND_PHASES and self._health is not None
-                 and (start_began is None or self._health.time >= start_began))
-        if early:
+                 and r.phase not in _BOUND_PHASES and health is not None
+                 and (start_began is None or health.time >= start_began))
+        if early and health is not None:  # early holds only with an answer; mypy cannot see that through a bool
             if self._health_early_since is None:
-                self._health_early_since = self._health.time
+                self._health_early_since = health.time
         else:
             self._health_early_since = None
         if (health_stale or early) and readiness in ("healthy", "serving"):

@@ -13,10 +13,10 @@ import dataclasses
 import time as _time
 from collections.abc import Mapping
 
-from probes.fold.access import LASTING
+from probes.data.state import CONNECTION_KINDS, GpuOrphan, HostState, ProbeFailure, Verdict
 from probes.data.vocab import PHASES
+from probes.fold.access import LASTING
 from probes.fold.eta import slower_sentence
-from probes.data.state import CONNECTION_KINDS, HostState, Verdict
 
 #: Shown labels of the phase ids.
 PHASE_LABELS = {"starting": "Starting", "download": "Download", "weights": "Weight load",
@@ -110,7 +110,7 @@ SIGHT_PROBES = ("unit", "journal")
 _READ_BUT_BAD = frozenset({"unparsable"})
 
 
-def blind_failures(s: HostState) -> tuple:
+def blind_failures(s: HostState) -> tuple[ProbeFailure, ...]:
     """The failures of the unit and journal probes that are not the connection's (the command ran
     on the host and could not read): what the ``cannot_see`` rule speaks of, unit first."""
     return tuple(f for p in SIGHT_PROBES if (f := s.failure(p)) is not None
@@ -175,7 +175,7 @@ ENGINE_NAMES = {"sglang": "SGLang", "vllm": "vLLM", "tgi": "TGI", "trtllm": "TRT
                 "ollama": "Ollama"}
 
 
-def _orphan_words(orphans) -> tuple[str, list[str]]:
+def _orphan_words(orphans: tuple[GpuOrphan, ...]) -> tuple[str, list[str]]:
     total = sum(o.mem_mib or 0 for o in orphans)
     pids = ", ".join(str(o.pid) for o in orphans[:4]) + (", ..." if len(orphans) > 4 else "")
     evidence = [f"PID {o.pid} {o.command[:80]}: {o.mem_mib if o.mem_mib is not None else '?'} MiB"
@@ -202,8 +202,7 @@ def _restart_loop(s: HostState, now: float, gave_up: bool) -> Verdict:
     n = max(len(fs), 2)
     causes = [f.cause for f in fs]
     span = ""
-    began = [_iso_epoch(f.began) for f in fs]
-    began = [b for b in began if b is not None]
+    began = [b for f in fs if (b := _iso_epoch(f.began)) is not None]
     # One figure however long the screen stays: from the first failed start's beginning to the
     # last failure (its decisive line; else the beginning of the start after it).
     # It grew with the clock while a new start loaded ("2 failed in 2m45s", then "3 in 1m54s").
@@ -221,20 +220,20 @@ def _restart_loop(s: HostState, now: float, gave_up: bool) -> Verdict:
         what = f"the last with {cause_words(last_cause)}"
     u = s.unit_state
     if gave_up:
-        end = "; systemd gave up (start limit): fix it, then systemctl reset-failed"
+        outcome = "; systemd gave up (start limit): fix it, then systemctl reset-failed"
     elif u is not None and u.active_state == "failed":
-        end = "; the unit is failed and systemd is not restarting it"
+        outcome = "; the unit is failed and systemd is not restarting it"
     elif s.state == "loading":
-        end = "; starting again"
+        outcome = "; starting again"
     else:
-        end = ""
+        outcome = ""
     evidence = [f"start {i + 1}: {cause_words(f.cause)} in {PHASE_LABELS.get(f.phase, f.phase)}"
                 + (f" at {f.began[11:19]}" if f.began and len(f.began) >= 19 else "") for i, f in enumerate(fs)]
     if s.restart_counter is not None:
         evidence.append(f"restart counter (NRestarts) {s.restart_counter}")
     if s.restarts_seen:
         evidence.append(f"{s.restarts_seen} automatic restart{'s' if s.restarts_seen != 1 else ''} seen while watching")
-    return Verdict("error", kind="restart_loop", sentence=f"Restart loop: {n} starts failed{span}, {what}{end}.",
+    return Verdict("error", kind="restart_loop", sentence=f"Restart loop: {n} starts failed{span}, {what}{outcome}.",
                    evidence=tuple(evidence))
 
 
@@ -287,8 +286,8 @@ def verdict_for(s: HostState, now: float, stall_after: Mapping[str, float] | Non
     if s.restart_loop:
         v = _restart_loop(s, now, gave_up)
         if orphans and cause in ("cuda_oom", "insufficient_free_memory"):
-            words, ev = _orphan_words(orphans)
-            v = dataclasses.replace(v, sentence=v.sentence[:-1] + f"; {words}.", evidence=v.evidence + tuple(ev))
+            words, oev = _orphan_words(orphans)
+            v = dataclasses.replace(v, sentence=v.sentence[:-1] + f"; {words}.", evidence=v.evidence + tuple(oev))
         return v
     if s.state == "failed" and s.error is None and u is not None and u.active_state == "failed":
         return _unit_failed(s)
@@ -326,9 +325,9 @@ def verdict_for(s: HostState, now: float, stall_after: Mapping[str, float] | Non
                 silent += f" and no GPU memory change for {fmt_span(quiet)}"
             if grew_at is not None:
                 silent += f", the download has not grown for {fmt_span(now - grew_at)},"
-            evidence = (f"last log line at {_clock(s.last_log_at)}",
-                        f"GPU memory last moved at {_clock(s.gpu_changed_at)}" if s.gpu_changed_at
-                        else "GPU memory has not moved", f"limit for {where}: {fmt_span(limit)}")
+            evidence: tuple[str, ...] = (f"last log line at {_clock(s.last_log_at)}",
+                                         f"GPU memory last moved at {_clock(s.gpu_changed_at)}" if s.gpu_changed_at
+                                         else "GPU memory has not moved", f"limit for {where}: {fmt_span(limit)}")
             if grew_at is not None:
                 evidence += (f"the download last grew at {_clock(grew_at)}",)
             return Verdict("warning", kind="stalled", sentence=f"{silent} in {where}{prog}: the start looks hung.",

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from datetime import datetime, timedelta, timezone
@@ -158,6 +159,7 @@ def _first(value: object) -> str | None:
     return field_texts(value)[0]
 
 
+_loads: Callable[[str | bytes], object]
 try:  # orjson parses a journal record 3-4x faster; its errors subclass json.JSONDecodeError
     from orjson import loads as _loads
 except ImportError:  # pragma: no cover - orjson is a dependency; the stdlib is the fallback
@@ -289,6 +291,8 @@ def _partial_value(partial: str) -> str | None:
     if partial.startswith("[") and partial[1:2].strip().isdigit():
         try:  # the last item may be cut: up to the last comma
             values = _loads(partial[:max(partial.rfind(","), 1)] + "]")
+            if not isinstance(values, list):  # text from "[" parses to a list or raises
+                return None
             return bytes(values).decode("utf-8", "replace")
         except (ValueError, TypeError):  # not a list of 0..255 (JSONDecodeError is a ValueError)
             return None

@@ -377,7 +377,9 @@ class NvmlSource:
 
     def __init__(self, nvml: Any = None) -> None:
         if nvml is None:
-            import pynvml as nvml  # imported only where NVML is wanted
+            import pynvml  # imported only where NVML is wanted
+
+            nvml = pynvml
         self._nvml = nvml
         self._open = False
 

@@ -118,8 +118,8 @@ async def _serving(client: httpx.AsyncClient, timeout_s: float) -> tuple[bool, s
     elapsed_s = _time.perf_counter() - began
     if not answer.is_success:
         return False, f"not serving: {COMPLETIONS_PATH} HTTP {answer.status_code}"
-    body = _json_object(answer)
-    choices = body.get("choices") if body is not None else None
+    reply = _json_object(answer)
+    choices = reply.get("choices") if reply is not None else None
     if not isinstance(choices, list) or not choices:
         return False, f"not serving: {COMPLETIONS_PATH} answered without choices"
     return True, f"1 token in {_ms(elapsed_s)}"

@@ -21,11 +21,14 @@ import shutil
 import stat
 import subprocess
 from collections.abc import Callable, Iterator
-from typing import BinaryIO
+from typing import IO, TYPE_CHECKING, TypeVar
 
 from probes.logs.journal import RecordError, is_journal_json, parse_record
 from probes.data.reading import Reading
 from probes.logs.reader import StartupReader
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 #: Bytes read per ``readline`` call; a longer line is read in pieces and only its start is kept.
 MAX_READ = 1024 * 1024
@@ -38,7 +41,7 @@ class LogReadError(Exception):
     """The log could not be read at all; ``str()`` is one line for the operator."""
 
 
-def iter_lines(stream: BinaryIO) -> Iterator[bytes]:
+def iter_lines(stream: IO[bytes]) -> Iterator[bytes]:
     """Yield the physical lines of a binary stream without their ``\\n`` (``\\r`` is kept).
 
     Memory stays bounded whatever the input:
@@ -78,7 +81,7 @@ def iter_lines(stream: BinaryIO) -> Iterator[bytes]:
 class _Prefixed:
     """``readline`` over bytes already read, then the stream they came from."""
 
-    def __init__(self, head: bytes, stream: BinaryIO) -> None:
+    def __init__(self, head: bytes, stream: IO[bytes]) -> None:
         self._head = head
         self._stream = stream
 
@@ -132,9 +135,9 @@ def _is_binary(sample: bytes) -> bool:
     return odd > max(8, len(text) // 20)
 
 
-def read_stream(stream: BinaryIO, engine: str | None = None, unit: str | None = None,
+def read_stream(stream: IO[bytes], engine: str | None = None, unit: str | None = None,
                 on_line: Callable[[StartupReader], None] | None = None,
-                *, name: str = "input", info: dict | None = None) -> Reading:
+                *, name: str = "input", info: dict[str, object] | None = None) -> Reading:
     """Read a whole log from a binary stream and return the final reading (of a log that has
     ended: ``StartupReader.reading(ended=True)``).
 
@@ -240,7 +243,7 @@ def _feed_journal(reader: StartupReader, lines: Iterator[bytes], unit: str | Non
 
 
 def read_path(path: str, engine: str | None = None, unit: str | None = None,
-              on_line: Callable[[StartupReader], None] | None = None, *, info: dict | None = None,
+              on_line: Callable[[StartupReader], None] | None = None, *, info: dict[str, object] | None = None,
               on_terminal: Callable[[str], None] | None = None) -> Reading:
     """Read a log file (``-`` for standard input) and return the final reading.
 
@@ -269,10 +272,10 @@ def read_path(path: str, engine: str | None = None, unit: str | None = None,
         if sys.stdin is None:
             raise LogReadError("standard input is closed: give a PATH, or pipe the log in")
         try:
-            stream = _checked_input(sys.stdin.buffer, name, on_terminal)
+            stdin = _checked_input(sys.stdin.buffer, name, on_terminal)
         except OSError as exc:
             raise LogReadError(f"{name}: cannot read: {exc.strerror or exc}") from None
-        return read_stream(stream, engine, unit, on_line, name=name, info=info)
+        return read_stream(stdin, engine, unit, on_line, name=name, info=info)
     try:
         with open(path, "rb") as f:
             stream = _checked_input(f, path, on_terminal)
@@ -296,10 +299,11 @@ MAX_HOLE = 256 * 1024 * 1024
 #: Bytes read at most from a character device that is not a terminal (``/dev/zero`` never ends).
 MAX_DEVICE_READ = 64 * 1024 * 1024
 _MIB = 1024 * 1024
+#: The stream :func:`_checked_input` is given, which it can give back as it is.
+_S = TypeVar("_S", bound=IO[bytes])
 
 
-def _checked_input(stream: io.BufferedReader, name: str,
-                   on_terminal: Callable[[str], None] | None) -> io.BufferedReader:
+def _checked_input(stream: _S, name: str, on_terminal: Callable[[str], None] | None) -> _S | _Replayed:
     """``stream`` after its kind and first block were checked, positioned at the first byte that is
     not a leading NUL: the stream itself (a seekable file, a terminal) or a stream that gives the
     bytes read for the check and then the rest (a pipe, a character device; bounded for a device).
@@ -316,19 +320,18 @@ def _checked_input(stream: io.BufferedReader, name: str,
         if on_terminal is not None:
             on_terminal(name)
         return stream  # typed or pasted by the operator: read as it comes, until Ctrl-D
-    device = stat.S_ISCHR(mode)
-    if device:
-        stream = _Bounded(stream, name)
     if stat.S_ISREG(mode) and stream.seekable():
         start = stream.tell()
         head, hole = _check_first_block(stream, name, hole_cap=None)
         stream.seek(start + hole)  # the lines as read_stream reads them, the hole skipped
         return stream
-    head, _hole = _check_first_block(stream, name, hole_cap=0 if device else MAX_HOLE)
-    return _Replayed(head, stream)
+    device = stat.S_ISCHR(mode)
+    source: IO[bytes] | _Bounded = _Bounded(stream, name) if device else stream
+    head, _hole = _check_first_block(source, name, hole_cap=0 if device else MAX_HOLE)
+    return _Replayed(head, source)
 
 
-def _check_first_block(stream: BinaryIO, name: str, hole_cap: int | None) -> tuple[bytes, int]:
+def _check_first_block(stream: IO[bytes] | _Bounded, name: str, hole_cap: int | None) -> tuple[bytes, int]:
     """Read past a leading run of NUL bytes (``logrotate copytruncate``'s hole) to the first bytes
     that are not NUL; the binary test of what follows is :func:`read_stream`'s (:func:`_is_binary`,
     with the messages for gzip, UTF-16 and journal files).
@@ -368,7 +371,7 @@ class _Bounded(io.RawIOBase):
     """A character device's stream that raises :class:`LogReadError` once more than
     :data:`MAX_DEVICE_READ` bytes were read from it."""
 
-    def __init__(self, stream: BinaryIO, name: str) -> None:
+    def __init__(self, stream: IO[bytes], name: str) -> None:
         super().__init__()
         self._stream = stream
         self._name = name
@@ -378,16 +381,18 @@ class _Bounded(io.RawIOBase):
         return True
 
     def read1(self, size: int = -1) -> bytes:
-        data = self._stream.read1(size if size > 0 else _BLOCK)  # type: ignore[attr-defined]
+        # A device opened "rb" (or standard input's buffer) is a BufferedReader; IO[bytes] does not declare read1.
+        data: bytes = self._stream.read1(size if size > 0 else _BLOCK)  # type: ignore[attr-defined]
         self._read += len(data)
         if self._read > MAX_DEVICE_READ:
             raise LogReadError(f"{self._name} is a character device that did not end after "
                                f"{MAX_DEVICE_READ // _MIB} MiB: not a log file")
         return data
 
-    def readinto(self, b) -> int:  # type: ignore[override]
-        data = self.read1(len(b))
-        b[:len(data)] = data
+    def readinto(self, b: WriteableBuffer) -> int:
+        view = memoryview(b)
+        data = self.read1(len(view))
+        view[:len(data)] = data
         return len(data)
 
 
@@ -395,12 +400,12 @@ class _Replayed(io.BufferedReader):
     """The bytes already read from a stream (``head``), then the rest of the stream: what was read
     to test the input is not lost (a pipe cannot seek back)."""
 
-    def __init__(self, head: bytes, stream: BinaryIO) -> None:
+    def __init__(self, head: bytes, stream: IO[bytes] | _Bounded) -> None:
         super().__init__(_HeadThen(head, stream), buffer_size=_BLOCK)
 
 
 class _HeadThen(io.RawIOBase):
-    def __init__(self, head: bytes, stream: BinaryIO) -> None:
+    def __init__(self, head: bytes, stream: IO[bytes] | _Bounded) -> None:
         super().__init__()
         self._head = head
         self._read1 = getattr(stream, "read1", None) or stream.read
@@ -408,19 +413,20 @@ class _HeadThen(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, b) -> int:  # type: ignore[override]
+    def readinto(self, b: WriteableBuffer) -> int:
+        view = memoryview(b)
         if self._head:
-            n = min(len(b), len(self._head))
-            b[:n] = self._head[:n]
+            n = min(len(view), len(self._head))
+            view[:n] = self._head[:n]
             self._head = self._head[n:]
             return n
-        data = self._read1(len(b))
-        b[:len(data)] = data
+        data = self._read1(len(view))
+        view[:len(data)] = data
         return len(data)
 
 
 def _read_journal_file(path: str, engine: str | None, unit: str | None,
-                       on_line: Callable[[StartupReader], None] | None, info: dict | None) -> Reading:
+                       on_line: Callable[[StartupReader], None] | None, info: dict[str, object] | None) -> Reading:
     exe = shutil.which("journalctl")
     if exe is None:
         raise LogReadError(f"{path} is a binary journal file and journalctl is not installed to read it")

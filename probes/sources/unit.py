@@ -190,7 +190,8 @@ def parse_timestamp(value: str) -> float | None:
     if offset_s is None:
         return None
     try:
-        local = datetime(*(int(g) for g in m.group(1, 2, 3, 4, 5, 6)), tzinfo=timezone.utc)
+        year, month, day, hour, minute, second = (int(g) for g in m.group(1, 2, 3, 4, 5, 6))
+        local = datetime(year, month, day, hour, minute, second, tzinfo=timezone.utc)
     except ValueError:  # 2024-02-30, 25:00:00, …
         return None
     return (local - timedelta(seconds=offset_s)).timestamp() + _fraction(m.group(7))

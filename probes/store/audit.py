@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from probes.hosttext import json_text
 from probes.spec import HostSpec
@@ -72,31 +72,32 @@ class AuditLog:
     now: Callable[[], float] = time.time
 
     def record(self, plan: PlannedAction, outcome: str, *, exit_status: int | None = None,
-               output: str = "", duration_s: float | None = None) -> dict:
+               output: str = "", duration_s: float | None = None) -> dict[str, object]:
         """Append one line for ``plan``; returns the record written. A log that cannot be written
         raises :class:`OSError` (the UI says so: an action must not go unrecorded silently)."""
         try:
             user = getpass.getuser()
         except Exception:  # no user name for this uid (containers)
             user = str(os.getuid())
-        rec: dict = {"time": iso_time(self.now()), "user": user, "host": plan.host, "target": plan.target,
-                     "unit": plan.unit, "action": plan.action, "command": plan.shown, "outcome": outcome,
-                     "exit_status": exit_status, "output": truncate(output),
-                     "duration_s": None if duration_s is None else round(duration_s, 3)}
+        rec: dict[str, object] = {"time": iso_time(self.now()), "user": user, "host": plan.host,
+                                  "target": plan.target, "unit": plan.unit, "action": plan.action,
+                                  "command": plan.shown, "outcome": outcome, "exit_status": exit_status,
+                                  "output": truncate(output),
+                                  "duration_s": None if duration_s is None else round(duration_s, 3)}
         if plan.pids:
             rec["pids"] = list(plan.pids)
         self.write(rec)
         return rec
 
-    def refused(self, spec: HostSpec, action: str, reason: str) -> dict:
+    def refused(self, spec: HostSpec, action: str, reason: str) -> dict[str, object]:
         """Append a line for an action that was refused before it could be planned."""
-        rec = {"time": iso_time(self.now()), "host": spec.name, "target": spec.target, "unit": spec.unit,
-               "action": action, "command": None, "outcome": "refused", "exit_status": None,
-               "output": truncate(reason), "duration_s": None}
+        rec: dict[str, object] = {"time": iso_time(self.now()), "host": spec.name, "target": spec.target,
+                                  "unit": spec.unit, "action": action, "command": None, "outcome": "refused",
+                                  "exit_status": None, "output": truncate(reason), "duration_s": None}
         self.write(rec)
         return rec
 
-    def write(self, rec: Mapping) -> None:
+    def write(self, rec: Mapping[str, object]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         line = (json_text(rec) + "\n").encode("utf-8", "replace")  # `cat audit.jsonl` shows no escape
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -105,7 +106,7 @@ class AuditLog:
         finally:
             os.close(fd)
 
-    def lines(self) -> list[dict]:
+    def lines(self) -> list[dict[str, Any]]:
         """Every record in the file, oldest first ([] when there is none yet)."""
         if not self.path.exists():
             return []

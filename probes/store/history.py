@@ -331,10 +331,11 @@ class History:
                 rows = db.execute(q + (" WHERE host = ?" if host is not None else "") + " ORDER BY began, id",
                                   (host,) if host is not None else ()).fetchall()
                 out = []
-                for r in rows:
-                    ph = db.execute("SELECT phase, duration_s FROM phases WHERE start_id = ?", (r[0],)).fetchall()
+                for sid, h, u, model, args_hash, engine, began, ended, outcome, total_s in rows:
+                    ph = db.execute("SELECT phase, duration_s FROM phases WHERE start_id = ?", (sid,)).fetchall()
                     ph.sort(key=lambda x: PHASE_INDEX.get(x[0], 99))
-                    out.append(StartRecord(*r[1:], phases=tuple((p, d) for p, d in ph)))
+                    out.append(StartRecord(h, u, model, args_hash, engine, began, ended, outcome, total_s,
+                                           phases=tuple((p, d) for p, d in ph)))
                 return out
             except sqlite3.Error as exc:
                 self._off(exc)
@@ -350,7 +351,7 @@ class History:
             try:
                 q = ("SELECT host, unit, model, args_hash, SUM(outcome = 'ready'), SUM(outcome = 'failed'),"
                      " MAX(began) FROM starts")
-                args: tuple = ()
+                args: tuple[str, ...] = ()
                 if hosts:
                     q += f" WHERE host IN ({','.join('?' * len(hosts))})"
                     args = tuple(hosts)
