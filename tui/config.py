@@ -61,6 +61,7 @@ from probes.notify import CHANNELS, DEFAULT_CHANNELS
 from probes.ssh import parse_target
 from probes.unitname import UNIT_SUFFIXES, normalize_unit  # noqa: F401 (re-exported)
 from probes.watch import HostSpec, health_target
+from tui.toml_lines import scan
 
 #: The environment variable naming the configuration file.
 ENV_VAR = "UPWATCH_CONFIG"
@@ -225,7 +226,7 @@ def load_config(config_path: str | os.PathLike[str] | None = None, quick: Sequen
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{cfile.shown}: cannot be read: {exc}") from None
         doc = _parse_toml(text, cfile.shown)
-        lines = _Lines(text, cfile.shown)
+        lines = _Lines(text, cfile.shown, doc)
 
     for key in doc:
         if key not in _TOP_KEYS:
@@ -308,52 +309,27 @@ def resolve_ssh(target: str, ssh_config: Sequence[str | os.PathLike[str]] | None
 # --- internals -------------------------------------------------------------------------------------
 
 _Section = tuple[str, int]  # ("top", 0), ("settings", 0), ("defaults", 0), ("host", index)
-_HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_\-\"' .]+?)\s*(\]\]?)\s*(#.*)?$")
 
 
 class _Lines:
-    """Finds the line of a key in the TOML text: tomllib reports none for values it accepted.
+    """The lines of keys and tables in the file (:func:`tui.toml_lines.scan`), as messages and
+    provenance name them: a key's line only where it can be placed surely, else none."""
 
-    Counts ``[[host]]`` headers; a key is found by a line ``key =`` (or ``"key" =``) inside its
-    table. Simple on purpose: a key inside a multi-line string or written as a dotted key is not
-    found, and the message then names the table's header line (or no line).
-    """
-
-    def __init__(self, text: str, shown: str) -> None:
+    def __init__(self, text: str, shown: str, doc: Mapping[str, Any] | None = None) -> None:
         self.shown = shown
-        self.headers: dict[_Section, int] = {}
-        self.keys: dict[_Section, dict[str, int]] = {}
-        section: _Section = ("top", 0)
-        hosts = 0
-        self.keys[section] = {}
-        for number, line in enumerate(text.splitlines(), 1):
-            m = _HEADER.match(line)
-            if m and (m.group(1) == "[[") == (m.group(3) == "]]"):
-                name = m.group(2).strip().strip("\"'")
-                if m.group(1) == "[[" and name == "host":
-                    section = ("host", hosts)
-                    hosts += 1
-                elif name in ("settings", "defaults"):
-                    section = (name, 0)
-                else:
-                    section = ("other", number)
-                    self.keys[("top", 0)].setdefault(name.split(".")[0], number)
-                self.headers.setdefault(section, number)
-                if section[0] != "other":
-                    self.keys[("top", 0)].setdefault(section[0], number)
-                self.keys.setdefault(section, {})
-                continue
-            k = re.match(r"""^\s*(?:"([^"]*)"|'([^']*)'|([A-Za-z0-9_\-]+))\s*[=.]""", line)
-            if k:
-                key = next(g for g in k.groups() if g is not None)
-                self.keys[section].setdefault(key, number)
+        self.found = scan(text, {} if doc is None else doc)
 
-    def line_of(self, section: _Section, key: str | None) -> int | None:
-        """The line of ``key`` in ``section`` (or of the section's header when ``key`` is None or
-        not found); None when neither is known."""
-        if key is not None and key in self.keys.get(section, {}):
-            return self.keys[section][key]
-        return self.headers.get(section)
+    def line_of(self, section: _Section | None, key: str | None) -> int | None:
+        """The line of ``key`` in ``section``, or of the section's header when ``key`` is None;
+        None when it cannot be placed surely (not written, written in several places, or the
+        scan is unsure). A top-level key is placed at its first line: what it is is fixed there."""
+        if self.found is None or section is None:
+            return None
+        kind, index = section
+        path: tuple[str | int, ...] = () if kind == "top" else (kind, index) if kind == "host" else (kind,)
+        if key is None:
+            return self.found.header_of(path)
+        return self.found.first_line_of(path, key) if kind == "top" else self.found.line_of(path, key)
 
     def where(self, section: _Section | None, key: str | None) -> str:
         """``"FILE line N: "`` for ``key`` in ``section`` (``"FILE: "`` when the line is unknown)."""
