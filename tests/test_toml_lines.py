@@ -99,3 +99,71 @@ def test_a_scan_that_disagrees_with_tomllib_gives_no_lines() -> None:
     # The scan is checked against tomllib's own reading: keys it did not see mean no lines at all.
     assert scan('a = 1\n', {"a": 1, "b": 2}) is None
     assert scan('a = 1\n', {}) is None
+
+
+# --- generated documents: the writer knows each key's line -----------------------------------------
+
+_TRICKY = ["port = 1", "[[host]]", "# not a comment", "x = {", "]", "'", '\\"', "a\\\\"]
+
+
+def _value(rng, depth: int = 0) -> str:
+    """A random TOML value, some over several lines, holding text that looks like keys and headers."""
+    pick = rng.randrange(9 if depth < 2 else 6)
+    word = rng.choice(_TRICKY)
+    if pick == 0:
+        return rng.choice(["7", "0x1f", "-1_0", "1_000", "3.5e2", "inf", "true", "1979-05-27 07:32:00Z", "07:32:00"])
+    if pick == 1:
+        return '"' + word.replace("'", "q") + '"'
+    if pick == 2:
+        return "'" + word.replace("'", "q").replace("\\", "/") + "'"
+    if pick == 3:
+        return '"""\\\n  ' + word + '\n' + word + '""' + '"""'
+    if pick == 4:
+        return "'''\n" + word.replace("'", "q") + "\n'''''"
+    if pick == 5:
+        return '""'
+    if pick == 6:
+        items = [_value(rng, depth + 1) for _ in range(rng.randrange(4))]
+        return "[\n  " + (",  # " + word + "\n  ").join(items) + ("," if items else "") + "\n]"
+    if pick == 7:
+        return "{ " + ", ".join(f"i{n} = {_value(rng, depth + 1)}" for n in range(rng.randrange(3))) + " }"
+    return "[" + ", ".join("{ j = " + _value(rng, depth + 1) + " }" for _ in range(rng.randrange(1, 3))) + "]"
+
+
+def _document(rng) -> tuple[str, dict]:
+    """A random document and, for each (table path, key) written once, the line it is on."""
+    out: list[str] = []
+    expected: dict = {}
+    hosts = 0
+
+    def line() -> int:
+        return "".join(out).count("\n") + 1
+
+    def table(path: tuple) -> None:
+        for n in range(rng.randrange(1, 5)):
+            key = rng.choice([f"k{n}", f'"k{n}"', f"'k{n}'", f'"k\\u003{n}"'])
+            if rng.random() < 0.2:
+                key += f".d{n}"  # dotted: the first part is written once here
+            expected[(path, f"k{n}")] = line()
+            out.append(f"{key} = {_value(rng)}" + rng.choice(["", "  # k9 = 1"]) + "\n" + rng.choice(["", "\n"]))
+
+    table(())
+    for t in range(rng.randrange(1, 4)):
+        if rng.random() < 0.5:
+            expected[((), f"t{t}")] = line()
+            out.append(f"[t{t}]\n")
+            table((f"t{t}",))
+        else:
+            out.append(rng.choice(["[[host]]\n", '[[ "host" ]]\n']))
+            table(("host", hosts))
+            hosts += 1
+    return "".join(out), expected
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_generated_documents_name_the_line_each_key_was_written_on(seed: int) -> None:
+    import random
+
+    text, expected = _document(random.Random(seed))
+    found = lines(text)  # tomllib reads it, and the scan agrees with tomllib's keys
+    assert {k: found.line_of(*k) for k in expected} == expected, text
