@@ -212,8 +212,7 @@ def load_config(config_path: str | os.PathLike[str] | None = None, quick: Sequen
             (message: file, line, column, as :mod:`tomllib` reports them; an integer of more
             digits than Python reads, 4300, names its line), or breaks a rule of the
             schema (:mod:`tui.config_schema`; message: file, line where it is sure, host and key);
-            or a quick form
-            is malformed; or two hosts share a name.
+            or a quick form is malformed; or two hosts share a name.
     """
     env = os.environ if env is None else env
     cfile = choose_config_file(config_path, env, default_path)

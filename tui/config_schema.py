@@ -69,13 +69,13 @@ class Key:
         return _toml(self.default)
 
 
-def kind(value: Any) -> str:
+def _kind(value: Any) -> str:
     """A TOML value's kind as messages name it (``"an integer"``, ``"true/false"``, ``"a table"``)."""
     return {bool: "true/false", int: "an integer", float: "a number", str: "a string",
             list: "an array", dict: "a table"}.get(type(value), type(value).__name__)
 
 
-def shown(value: Any) -> str:
+def _shown(value: Any) -> str:
     """A value as a message shows it; an integer too long to print (``0x`` + 5000 digits is valid
     TOML, and ``str()`` refuses past 4300 digits) by its size."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 100:
@@ -87,16 +87,16 @@ def shown(value: Any) -> str:
 
 def _boolean(value: Any) -> bool:
     if not isinstance(value, bool):
-        raise ValueError(f"must be true or false, not {kind(value)}")
+        raise ValueError(f"must be true or false, not {_kind(value)}")
     return value
 
 
 def _integer(hi: int) -> Callable[[Any], int]:
     def check(value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"must be an integer 1..{hi}, not {kind(value)}")
+            raise ValueError(f"must be an integer 1..{hi}, not {_kind(value)}")
         if not 1 <= value <= hi:
-            raise ValueError(f"must be 1..{hi}, not {shown(value)}")
+            raise ValueError(f"must be 1..{hi}, not {_shown(value)}")
         return value
     return check
 
@@ -105,7 +105,7 @@ def _string(then: Callable[[str], Any] = str) -> Callable[[Any], Any]:
     """A non-empty string of printable characters, then ``then``'s own check."""
     def check(value: Any) -> Any:
         if not isinstance(value, str):
-            raise ValueError(f"must be a string, not {kind(value)}")
+            raise ValueError(f"must be a string, not {_kind(value)}")
         if not value.strip():
             raise ValueError("must not be empty")
         if (bad := unsafe_char(value)) is not None:
@@ -162,14 +162,14 @@ def _stall_after_s(value: Any) -> tuple[tuple[str, float], ...]:
             raise ValueError(f'"{phase}" is not a phase id ({", ".join(PHASES)}, or "*")')
         if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < MAX_PERIOD_S:
             raise ValueError("must be seconds (a number above 0), or a table of them by phase, "
-                             f"not {shown(seconds)}")
+                             f"not {_shown(seconds)}")
         out.append((phase, float(seconds)))
     return tuple(out)
 
 
 def _channels(value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ValueError(f'must be an array of channel names ({", ".join(CHANNELS)}), not {kind(value)}')
+        raise ValueError(f'must be an array of channel names ({", ".join(CHANNELS)}), not {_kind(value)}')
     for v in value:
         if v not in CHANNELS:
             close = difflib.get_close_matches(v, CHANNELS, n=1)
@@ -184,10 +184,10 @@ def _period(value: Any) -> float:
     # An int is compared as it is: math.isfinite() or float() of 10**400 raises OverflowError.
     if (isinstance(value, bool) or not isinstance(value, (int, float))
             or (isinstance(value, float) and math.isnan(value)) or value <= 0):
-        what = kind(value) if not isinstance(value, (int, float)) or isinstance(value, bool) else shown(value)
+        what = _kind(value) if not isinstance(value, (int, float)) or isinstance(value, bool) else _shown(value)
         raise ValueError(f"must be a positive number of seconds, not {what}")
     if value > MAX_PERIOD_S:
-        raise ValueError(f"must be at most {MAX_PERIOD_S} seconds (a week), not {shown(value)}")
+        raise ValueError(f"must be at most {MAX_PERIOD_S} seconds (a week), not {_shown(value)}")
     return float(value)
 
 

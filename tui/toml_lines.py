@@ -112,7 +112,7 @@ class _Scanner:
     def __init__(self, text: str) -> None:
         self.text = text
         self.pos = 0
-        self.newlines = [i for i, c in enumerate(text) if c == "\n"]
+        self.newlines = [m.start() for m in re.finditer("\n", text)]
         self.keys: dict[tuple[Path, str], list[int]] = {}
         self.headers: dict[Path, int] = {}
         self.arrays_of_tables: dict[Path, int] = {}  # path of a [[...]] array → tables so far
@@ -189,8 +189,8 @@ class _Scanner:
         if line not in places:  # one line may write a key twice: { s.a = 1, s.b = 2 }
             places.append(line)
 
-    def key_value(self, table: Path) -> Path:
-        """Read ``key = value`` in ``table``; the path of the value."""
+    def key_value(self, table: Path) -> None:
+        """Read ``key = value`` in ``table``."""
         line = self.line()
         parts = self.key()
         path = table
@@ -201,7 +201,6 @@ class _Scanner:
         self.expect("=")
         self.skip(newlines=False)
         self.value(path)
-        return path
 
     def key(self) -> list[str]:
         """A dotted key: simple keys joined by ``.`` (spaces allowed around it)."""
