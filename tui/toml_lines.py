@@ -23,7 +23,9 @@ from typing import Any
 
 Path = tuple[str | int, ...]
 
-_WS = " \t"
+_SKIP = re.compile(r"(?:[ \t]+|#[^\n]*)*")  # a comment's end is the \n (a CRLF's \r is in it)
+_SKIP_LINES = re.compile(r"(?:[ \t]+|#[^\n]*|\r?\n)*")
+_ONE_LINE_STRING = {'"': re.compile(r'"(?:[^"\\\n]|\\.)*"'), "'": re.compile(r"'[^'\n]*'")}
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 #: An integer, float, boolean, or date/time (the space of ``1979-05-27 07:32:00`` handled apart).
 _SCALAR = re.compile(r"[A-Za-z0-9_+\-.:]+")
@@ -132,17 +134,9 @@ class _Scanner:
 
     def skip(self, newlines: bool) -> None:
         """Skip spaces, tabs and comments; and line ends when ``newlines``."""
-        while self.pos < len(self.text):
-            c = self.text[self.pos]
-            if c in _WS:
-                self.pos += 1
-            elif c == "#":
-                end = self.text.find("\n", self.pos)
-                self.pos = len(self.text) if end < 0 else end
-            elif newlines and (c == "\n" or self.text.startswith("\r\n", self.pos)):
-                self.pos += 1 if c == "\n" else 2
-            else:
-                return
+        m = (_SKIP_LINES if newlines else _SKIP).match(self.text, self.pos)
+        assert m is not None  # the patterns match the empty string too
+        self.pos = m.end()
 
     def end_of_line(self) -> None:
         self.skip(newlines=False)
@@ -251,15 +245,10 @@ class _Scanner:
                         i += 1
                 self.pos = i
                 return
-        delim = self.peek()
-        i = self.pos + 1
-        while i < len(text) and text[i] != delim:
-            if text[i] == "\n":
-                raise _Unsure("a line end in a one-line string")
-            i += 2 if delim == '"' and text[i] == "\\" else 1
-        if i >= len(text):
+        m = _ONE_LINE_STRING[self.peek()].match(text, self.pos)
+        if not m:
             raise _Unsure("an unclosed string")
-        self.pos = i + 1
+        self.pos = m.end()
 
     def value(self, path: Path) -> None:
         """Skip one value at ``path``, noting the keys of the inline tables in it. Iterative: arrays
