@@ -3,7 +3,7 @@
 The subpackages follow the data flow (docs/architecture.md; import-linter contracts in
 ``pyproject.toml`` keep each layer importing only those below it):
 
-* :mod:`probes.watch`: the watcher, one per host, runs the sources' loops and feeds the model.
+* :mod:`probes.watch.watcher`: the watcher, one per host, runs the sources' loops and feeds the model.
 * :mod:`probes.ops`: actions on a unit (restart, stop, kill) and the safe restart's GPU wait.
 * :mod:`probes.store`: the data folder, the start history and the audit log.
 * :mod:`probes.sources`: each probe's command and the parser of its answer (unit, journal, GPUs,

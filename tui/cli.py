@@ -452,8 +452,7 @@ def format_config(config: Config, *, quick: bool = False) -> str:
         src = config.sources.get(spec.name, {})
         rows.append(("", "", ""))
         rows.append((f"host {spec.name}", "", ""))
-        for key in ("name", "ssh", "unit", "engine", "port", "health_url", "sudo", "user_unit", "backlog",
-                    "stall_after_s", "hf_cache", "notify", "webhook_url"):
+        for key in HOST_KEYS:
             rows.append((f"  {key}", _shown(spec, key), src.get(key, "default")))
         resolved = resolve_ssh(spec.target)
         if resolved is not None:
@@ -467,10 +466,10 @@ def format_config(config: Config, *, quick: bool = False) -> str:
         rows.append(("hosts: none", "", ""))
     rows.append(("", "", ""))
     rows.append(("settings", "", ""))
-    for key in ("unit_interval_s", "health_interval_s", "gpu_interval_s"):
-        rows.append((f"  {key}", f"{getattr(config, key)}", config.setting_sources.get(key, "default")))
-    rows.append(("  read_only", "true" if config.read_only else "false",
-                 config.setting_sources.get("read_only", "default")))
+    for key in SETTING_KEYS:
+        value = getattr(config, key)
+        text = ("true" if value else "false") if isinstance(value, bool) else f"{value}"
+        rows.append((f"  {key}", text, config.setting_sources.get(key, "default")))
     w0 = max(len(r[0]) for r in rows if r[1])
     w1 = max(len(r[1]) for r in rows if r[1])
     for a, b, c in rows:

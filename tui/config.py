@@ -8,44 +8,43 @@ Where the hosts come from (one entry point, :func:`load_config`):
   missing file named by ``UPWATCH_CONFIG`` or ``--config`` is an error;
 * or quick forms on the command line, ``[user@]host[:port]/unit`` (:func:`parse_quick`).
 
-The file's schema (unknown keys are errors; every value is checked before anything connects)::
+Every key, with its type, default, check and meaning, is declared once in
+:mod:`tui.config_schema` (:data:`~tui.config_schema.HOST_SCHEMA`, ``[defaults]`` takes the same
+keys but ``name``, and :data:`~tui.config_schema.SETTINGS_SCHEMA`); unknown keys are errors, and
+every value is checked before anything connects. A file that sets every key (a test loads it)::
 
-    [settings]                  # optional; probe periods in seconds, positive numbers
-    unit_interval_s = 1.0       # systemctl show (default 1.0)
-    health_interval_s = 2.0     # GET /health (default 2.0)
-    gpu_interval_s = 1.0        # nvidia-smi (default 1.0)
-    read_only = false           # true: no restart/stop/kill actions (as --read-only)
+    [settings]
+    unit_interval_s = 1.0
+    health_interval_s = 2.0
+    gpu_interval_s = 1.0
+    read_only = false
 
-    [defaults]                  # optional; any [[host]] key except name, applied to every host
+    [defaults]
     sudo = true
 
-    [[host]]                    # one table per host, in the order the cards are shown
-    name = "gpu-node-1"         # default: the host part of ssh
-    ssh = "gpu-node-1"          # ~/.ssh/config alias, [user@]host[:port], or "local"; default: name
-    unit = "sglang"             # required; ".service" appended when it has no unit suffix
-    engine = "sglang"           # one of probes.logs.engines.ENGINES; default: detected from the log
-    port = 30000                # 1..65535; default: the engine's own default port
-    health_url = "http://127.0.0.1:30000/health"   # http(s) URL with a host
-    sudo = false                # journalctl/systemctl through sudo -n
-    user_unit = false           # a systemctl --user unit
-    backlog = 5000              # journal entries read on first connect, 1..100000
-    stall_after_s = 120         # silence (s) before a loading start counts as stalled, every phase;
-                                # or per phase: { graph_capture = 600, init = 900, "*" = 180 }
-    hf_cache = "/data/hf/hub"   # the host's Hugging Face hub cache (absolute); default: from the
-                                # unit's Environment= (HF_HUB_CACHE, HF_HOME) and its user's home
-    notify = ["bell", "toast"]  # where ready/failed/restart loop/stalled notices go: any of
-                                # "bell", "toast", "desktop" (notify-send), "webhook"; [] for none.
-                                # Default ["bell", "toast"], plus "webhook" when webhook_url is set
-    webhook_url = "https://hooks.example.com/..."  # http(s) URL the "webhook" channel POSTs JSON to
+    [[host]]
+    name = "gpu-node-1"
+    ssh = "gpu-node-1"
+    unit = "sglang"
+    engine = "sglang"
+    port = 30000
+    health_url = "http://127.0.0.1:30000/health"
+    sudo = false
+    user_unit = false
+    backlog = 5000
+    stall_after_s = { graph_capture = 600, init = 900, "*" = 180 }
+    hf_cache = "/data/hf/hub"
+    notify = ["bell", "toast", "webhook"]
+    webhook_url = "https://hooks.example.com/upwatch"
 
 Every effective value remembers where it came from (:attr:`Config.sources`), which is what
-``upwatch config`` prints.
+``upwatch config`` prints. A key's line in messages and provenance is found by
+:func:`tui.toml_lines.scan`, and only where it can be placed surely (else the message names none).
 """
 
 from __future__ import annotations
 
 import difflib
-import math
 import os
 import re
 import sys
@@ -55,13 +54,12 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from probes.logs.engines import ENGINES
-from probes.hosttext import one_line, unsafe_char
-from probes.fold.notify import CHANNELS, DEFAULT_CHANNELS
+from probes.hosttext import one_line
 from probes.transport.ssh import parse_target
 from probes.spec import UNIT_SUFFIXES, normalize_unit  # noqa: F401 (re-exported)
 from probes.spec import HostSpec
-from probes.watch.watcher import health_target
+from tui.config_schema import HOST, HOST_SCHEMA, SETTINGS, SETTINGS_SCHEMA
+from tui.toml_lines import scan
 
 #: The environment variable naming the configuration file.
 ENV_VAR = "UPWATCH_CONFIG"
@@ -69,15 +67,15 @@ ENV_VAR = "UPWATCH_CONFIG"
 FILE_NAME = "hosts.toml"
 #: ``unit_interval_s`` of a loaded configuration when the file does not set it (live hosts are
 #: polled faster than the :class:`Config` default the demo runs with).
-LIVE_UNIT_INTERVAL_S = 1.0
+LIVE_UNIT_INTERVAL_S: float = SETTINGS["unit_interval_s"].default
 
-#: Keys of a ``[[host]]`` table, in the order ``upwatch config`` prints them.
-HOST_KEYS = ("name", "ssh", "unit", "engine", "port", "health_url", "sudo", "user_unit", "backlog",
-             "stall_after_s", "hf_cache", "notify", "webhook_url")
+#: Keys of a ``[[host]]`` table (:data:`tui.config_schema.HOST_SCHEMA`), in the order ``upwatch
+#: config`` prints them.
+HOST_KEYS = tuple(k.name for k in HOST_SCHEMA)
 #: Keys of ``[defaults]``: every host key but ``name``.
 DEFAULT_KEYS = tuple(k for k in HOST_KEYS if k != "name")
-#: Keys of ``[settings]``.
-SETTING_KEYS = ("unit_interval_s", "health_interval_s", "gpu_interval_s", "read_only")
+#: Keys of ``[settings]`` (:data:`tui.config_schema.SETTINGS_SCHEMA`).
+SETTING_KEYS = tuple(k.name for k in SETTINGS_SCHEMA)
 _TOP_KEYS = ("settings", "defaults", "host")
 
 
@@ -213,8 +211,8 @@ def load_config(config_path: str | os.PathLike[str] | None = None, quick: Sequen
         ConfigError: the file is missing (when named explicitly), unreadable, not valid TOML
             (message: file, line, column, as :mod:`tomllib` reports them; an integer of more
             digits than Python reads, 4300, names its line), or breaks a rule of the
-            schema in the module docstring (message: file, line, host and key); or a quick form
-            is malformed; or two hosts share a name.
+            schema (:mod:`tui.config_schema`; message: file, line where it is sure, host and key);
+            or a quick form is malformed; or two hosts share a name.
     """
     env = os.environ if env is None else env
     cfile = choose_config_file(config_path, env, default_path)
@@ -226,7 +224,7 @@ def load_config(config_path: str | os.PathLike[str] | None = None, quick: Sequen
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{cfile.shown}: cannot be read: {exc}") from None
         doc = _parse_toml(text, cfile.shown)
-        lines = _Lines(text, cfile.shown)
+        lines = _Lines(text, cfile.shown, doc)
 
     for key in doc:
         if key not in _TOP_KEYS:
@@ -309,52 +307,27 @@ def resolve_ssh(target: str, ssh_config: Sequence[str | os.PathLike[str]] | None
 # --- internals -------------------------------------------------------------------------------------
 
 _Section = tuple[str, int]  # ("top", 0), ("settings", 0), ("defaults", 0), ("host", index)
-_HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_\-\"' .]+?)\s*(\]\]?)\s*(#.*)?$")
 
 
 class _Lines:
-    """Finds the line of a key in the TOML text: tomllib reports none for values it accepted.
+    """The lines of keys and tables in the file (:func:`tui.toml_lines.scan`), as messages and
+    provenance name them: a key's line only where it can be placed surely, else none."""
 
-    Counts ``[[host]]`` headers; a key is found by a line ``key =`` (or ``"key" =``) inside its
-    table. Simple on purpose: a key inside a multi-line string or written as a dotted key is not
-    found, and the message then names the table's header line (or no line).
-    """
-
-    def __init__(self, text: str, shown: str) -> None:
+    def __init__(self, text: str, shown: str, doc: Mapping[str, Any] | None = None) -> None:
         self.shown = shown
-        self.headers: dict[_Section, int] = {}
-        self.keys: dict[_Section, dict[str, int]] = {}
-        section: _Section = ("top", 0)
-        hosts = 0
-        self.keys[section] = {}
-        for number, line in enumerate(text.splitlines(), 1):
-            m = _HEADER.match(line)
-            if m and (m.group(1) == "[[") == (m.group(3) == "]]"):
-                name = m.group(2).strip().strip("\"'")
-                if m.group(1) == "[[" and name == "host":
-                    section = ("host", hosts)
-                    hosts += 1
-                elif name in ("settings", "defaults"):
-                    section = (name, 0)
-                else:
-                    section = ("other", number)
-                    self.keys[("top", 0)].setdefault(name.split(".")[0], number)
-                self.headers.setdefault(section, number)
-                if section[0] != "other":
-                    self.keys[("top", 0)].setdefault(section[0], number)
-                self.keys.setdefault(section, {})
-                continue
-            k = re.match(r"""^\s*(?:"([^"]*)"|'([^']*)'|([A-Za-z0-9_\-]+))\s*[=.]""", line)
-            if k:
-                key = next(g for g in k.groups() if g is not None)
-                self.keys[section].setdefault(key, number)
+        self.found = scan(text, {} if doc is None else doc)
 
-    def line_of(self, section: _Section, key: str | None) -> int | None:
-        """The line of ``key`` in ``section`` (or of the section's header when ``key`` is None or
-        not found); None when neither is known."""
-        if key is not None and key in self.keys.get(section, {}):
-            return self.keys[section][key]
-        return self.headers.get(section)
+    def line_of(self, section: _Section | None, key: str | None) -> int | None:
+        """The line of ``key`` in ``section``, or of the section's header when ``key`` is None;
+        None when it cannot be placed surely (not written, written in several places, or the
+        scan is unsure). A top-level key is placed at its first line: what it is is fixed there."""
+        if self.found is None or section is None:
+            return None
+        kind, index = section
+        path: tuple[str | int, ...] = () if kind == "top" else (kind, index) if kind == "host" else (kind,)
+        if key is None:
+            return self.found.header_of(path)
+        return self.found.first_line_of(path, key) if kind == "top" else self.found.line_of(path, key)
 
     def where(self, section: _Section | None, key: str | None) -> str:
         """``"FILE line N: "`` for ``key`` in ``section`` (``"FILE: "`` when the line is unknown)."""
@@ -438,101 +411,13 @@ def _unknown(what: str, key: str, known: Sequence[str]) -> str:
     return f'{what} "{key}" is not known{hint}'
 
 
-def _kind(value: Any) -> str:
-    return {bool: "true/false", int: "an integer", float: "a number", str: "a string",
-            list: "an array", dict: "a table"}.get(type(value), type(value).__name__)
-
-
-#: The longest probe period ``[settings]`` takes (a week, as for ``stall_after_s``).
-MAX_PERIOD_S = 86400 * 7
-
-
-def _shown(value: Any) -> str:
-    """A value as a message shows it; an integer too long to print (``0x`` + 5000 digits is valid
-    TOML, and ``str()`` refuses past 4300 digits) by its size."""
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 100:
-        return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
-    return repr(value)
-
-
 def _check(key: str, value: Any) -> Any:
-    """Validate (and normalise) one host value; ValueError says what is wrong."""
-    if key in ("sudo", "user_unit"):
-        if not isinstance(value, bool):
-            raise ValueError(f"must be true or false, not {_kind(value)}")
-        return value
-    if key == "stall_after_s":
-        from probes.data.vocab import PHASES
-
-        table = value if isinstance(value, dict) else {"*": value}
-        out = []
-        for phase, seconds in table.items():
-            if phase != "*" and phase not in PHASES:
-                raise ValueError(f'"{phase}" is not a phase id ({", ".join(PHASES)}, or "*")')
-            if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < 86400 * 7:
-                raise ValueError("must be seconds (a number above 0), or a table of them by phase, "
-                                 f"not {_shown(seconds)}")
-            out.append((phase, float(seconds)))
-        return tuple(out)
-    if key == "notify":
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ValueError(f'must be an array of channel names ({", ".join(CHANNELS)}), not {_kind(value)}')
-        for v in value:
-            if v not in CHANNELS:
-                close = difflib.get_close_matches(v, CHANNELS, n=1)
-                hint = f' (did you mean "{close[0]}"?)' if close else ""
-                raise ValueError(f'"{v}" is not a channel ({", ".join(CHANNELS)}){hint}')
-        if len(set(value)) != len(value):
-            raise ValueError("must not name a channel twice")
-        return tuple(value)
-    if key in ("port", "backlog"):
-        hi = 65535 if key == "port" else 100_000
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"must be an integer 1..{hi}, not {_kind(value)}")
-        if not 1 <= value <= hi:
-            raise ValueError(f"must be 1..{hi}, not {_shown(value)}")
-        return value
-    if not isinstance(value, str):
-        raise ValueError(f"must be a string, not {_kind(value)}")
-    if not value.strip():
-        raise ValueError("must not be empty")
-    if (bad := unsafe_char(value)) is not None:
-        raise ValueError(f"must not hold control or invisible characters ({bad[1]} at character {bad[0] + 1})")
-    if key == "unit":
-        return normalize_unit(value)
-    if key == "engine":
-        engine = value.lower()
-        if engine not in ENGINES:
-            raise ValueError(f'must be a known engine id ({", ".join(ENGINES)}), not "{value}"')
-        return engine
-    if key == "ssh":
-        if value != "local":
-            if any(c.isspace() for c in value):
-                raise ValueError(f'"{value}" is not an SSH target (no spaces allowed)')
-            parse_target(value)  # raises ValueError with the reason
-        return value
-    if key == "hf_cache":
-        if not value.startswith("/"):
-            raise ValueError(f'must be an absolute folder on the host (what HF_HUB_CACHE names), not "{value}"')
-        return value.rstrip("/") or "/"
-    if key == "webhook_url":
-        from urllib.parse import urlsplit
-
-        parts = urlsplit(value)
-        if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in value):
-            raise ValueError(f'must be an http:// or https:// URL with a host, not "{value}"')
-        return value
-    if key == "health_url":
-        try:
-            health_target(HostSpec("x", "x.service", health_url=value))
-        except ValueError:
-            raise ValueError(f'must be an http:// or https:// URL with a host, not "{value}"') from None
-        return value
-    return value  # name
+    """Validate (and normalise) one host value by its schema key; ValueError says what is wrong."""
+    return HOST[key].check(value)
 
 
 def _settings(table: Any, lines: _Lines) -> tuple[dict[str, Any], dict[str, str]]:
-    values: dict[str, Any] = {"unit_interval_s": LIVE_UNIT_INTERVAL_S}
+    values: dict[str, Any] = {k.name: k.default for k in SETTINGS_SCHEMA}
     sources = {k: "default" for k in SETTING_KEYS}
     sec: _Section = ("settings", 0)
     if not isinstance(table, dict):
@@ -540,23 +425,10 @@ def _settings(table: Any, lines: _Lines) -> tuple[dict[str, Any], dict[str, str]
     for key, value in table.items():
         if key not in SETTING_KEYS:
             raise ConfigError(lines.where(sec, key) + "[settings]: " + _unknown("key", key, SETTING_KEYS))
-        if key == "read_only":
-            if not isinstance(value, bool):
-                raise ConfigError(lines.where(sec, key) + f'[settings]: key "read_only" must be true or '
-                                  f"false, not {_kind(value)}")
-            values[key] = value
-            sources[key] = lines.source(sec, key)
-            continue
-        # An int is compared as it is: math.isfinite() or float() of 10**400 raises OverflowError.
-        if (isinstance(value, bool) or not isinstance(value, (int, float))
-                or (isinstance(value, float) and math.isnan(value)) or value <= 0):
-            shown = _kind(value) if not isinstance(value, (int, float)) or isinstance(value, bool) else _shown(value)
-            raise ConfigError(lines.where(sec, key) + f'[settings]: key "{key}" must be a positive '
-                              f"number of seconds, not {shown}")
-        if value > MAX_PERIOD_S:
-            raise ConfigError(lines.where(sec, key) + f'[settings]: key "{key}" must be at most '
-                              f"{MAX_PERIOD_S} seconds (a week), not {_shown(value)}")
-        values[key] = float(value)
+        try:
+            values[key] = SETTINGS[key].check(value)
+        except ValueError as exc:
+            raise ConfigError(lines.where(sec, key) + f'[settings]: key "{key}" {_msg(exc)}') from None
         sources[key] = lines.source(sec, key)
     return values, sources
 
@@ -660,7 +532,7 @@ def _build(given: dict[str, Any], src: dict[str, str], defaults: dict[str, tuple
         values["ssh"] = None
         sources["ssh"] = "default: the name"
     if "notify" not in values:
-        values["notify"] = DEFAULT_CHANNELS + (("webhook",) if values.get("webhook_url") else ())
+        values["notify"] = HOST["notify"].default + (("webhook",) if values.get("webhook_url") else ())
         sources["notify"] = "default (with webhook: webhook_url is set)" if values.get("webhook_url") else "default"
     if "webhook" in values["notify"] and not values.get("webhook_url"):
         key = "notify" if "notify" in given else None
