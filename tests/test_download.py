@@ -488,9 +488,10 @@ async def test_hf_cache_setting_wins_and_samples_from_an_earlier_start_do_not_co
 
 # --- 7. end to end: a real sshd, a real journal, a folder that grows ---------------------------------------
 
+@pytest.mark.host  # starts a test host itself
 async def test_live_watcher_shows_a_silent_vllm_download_from_the_units_environment(tmp_path: Path) -> None:
     from probes.clock import WallClock
-    from test_testhost import until
+    from waiting import until
     from testhost import start_testhost
 
     host = start_testhost(tmp_path / "host", unit="vllm.service", defaults=False, health=False)

@@ -255,6 +255,7 @@ async def test_stray_process_is_outside_the_unit_cgroup(systemd_host: SystemdHos
         await runner.close()
 
 
+@pytest.mark.host  # boots a systemd host itself
 def test_stop_leaves_nothing_behind(tmp_path: Path) -> None:
     host = start_systemd_host(tmp_path / "sysd", 1, hostname="gpu-node-4")
     try:
