@@ -1,16 +1,20 @@
 """Shared paths and fixtures for the tests. Every fixture file a test reads lives under tests/fixtures/;
 ``testhost`` and ``netns_hosts`` are real SSH hosts (tests/testhost.py, tests/netns.py); ``systemd_host``
-is a host whose service manager is a real systemd (tests/systemd_host.py)."""
+is a host whose service manager is a real systemd (tests/systemd_host.py). A test that uses one is
+marked ``host`` here; the guard of tests/layers.py keeps every other test from starting a host
+program (``pytest -m "not host"``: the fast layer)."""
 
 from __future__ import annotations
 
 import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from layers import GUARD, HOST_FIXTURES
 from sshd import SshdError
 from testhost import TestHost, start_testhost
 
@@ -24,6 +28,39 @@ def log_cases() -> list[Path]:
     """Every ``NAME.log`` that has a ``NAME.expected.json`` beside it, shared and our own."""
     return sorted(p.with_suffix(".log") for d in (LOGS, EXTRA_LOGS)
                   for p in (q.with_name(q.name.replace(".expected.json", "")) for q in d.glob("*.expected.json")))
+
+
+# --- the test layers (tests/layers.py) -------------------------------------------------------------
+
+sys.addaudithook(GUARD.audit)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``host`` every test whose fixture closure holds a real-host fixture (before ``-m``
+    selects)."""
+    for item in items:
+        if HOST_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.host)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """While a test that is not ``host`` runs (setup to teardown), host programs are refused."""
+    GUARD.begin(item.nodeid, host=item.get_closest_marker("host") is not None)
+    try:
+        yield
+    finally:
+        GUARD.end()
+
+
+@pytest.fixture(autouse=True)
+def _fast_layer_started_no_host() -> Iterator[None]:
+    """Fail a test outside the ``host`` layer that tried to start a host program, even when the
+    code under test swallowed the :class:`layers.HostInFastLayer` it got."""
+    yield
+    if GUARD.test is not None and GUARD.violations:
+        pytest.fail(f"not marked host, yet tried to start: {'; '.join(GUARD.violations)}", pytrace=False)
 
 
 @pytest.fixture(autouse=True)

@@ -26,11 +26,66 @@ from sshd import SshdError
 from testhost import TestHost, start_testhost
 
 
-def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+# --- namespace plumbing, shared with tests/systemd_host.py ---------------------------------------
+
+
+def ip(*args: str, check: bool = True, error: type[Exception] = SshdError) -> subprocess.CompletedProcess[str]:
+    """Run ``ip ARGS``; with ``check``, a non-zero exit raises ``error`` with ip's stderr."""
     done = subprocess.run(["ip", *args], capture_output=True, text=True)
     if check and done.returncode != 0:
-        raise SshdError(f"ip {' '.join(args)} failed ({done.returncode}): {done.stderr.strip()}")
+        raise error(f"ip {' '.join(args)} failed ({done.returncode}): {done.stderr.strip()}")
     return done
+
+
+def namespace_name(prefix: str, index: int) -> str:
+    """``<prefix><pid%1000><a+index>``: unique per test run, short enough for ``<name>-h`` (at most
+    15 characters with a prefix of up to 6)."""
+    return f"{prefix}{os.getpid() % 1000}{chr(ord('a') + index)}"
+
+
+def free_subnet(net: str, start: int, error: type[Exception] = SshdError) -> int:
+    """The first N from ``start`` (wrapping in 0..249) with no ``<net>.N.x`` address on this
+    machine (``net``: e.g. ``10.200``); raises ``error`` when all are taken."""
+    used = ip("-4", "-o", "addr", "show").stdout
+    for i in range(250):
+        n = (start + i) % 250
+        if f" {net}.{n}." not in used:
+            return n
+    raise error(f"no free {net}.N.0/24 subnet")
+
+
+def add_namespace(name: str, net: str, subnet: int, error: type[Exception] = SshdError) -> None:
+    """Make network namespace ``name`` joined to this machine by a veth pair: ``<name>-h`` here
+    with ``<net>.<subnet>.1/24``, ``<name>-n`` inside with ``.2/24``; both ends and the inside
+    loopback up. On a failure, removes what it made and raises ``error`` (ip's words)."""
+    try:
+        ip("netns", "add", name, error=error)
+        ip("link", "add", f"{name}-h", "type", "veth", "peer", "name", f"{name}-n", error=error)
+        ip("link", "set", f"{name}-n", "netns", name, error=error)
+        ip("addr", "add", f"{net}.{subnet}.1/24", "dev", f"{name}-h", error=error)
+        ip("link", "set", f"{name}-h", "up", error=error)
+        ip("-n", name, "addr", "add", f"{net}.{subnet}.2/24", "dev", f"{name}-n", error=error)
+        ip("-n", name, "link", "set", f"{name}-n", "up", error=error)
+        ip("-n", name, "link", "set", "lo", "up", error=error)
+    except BaseException:
+        remove_namespace(name)
+        raise
+
+
+def remove_namespace(name: str) -> None:
+    """Remove namespace ``name`` and veth ``<name>-h``: kill what still runs inside (by PID,
+    ``ip netns pids``). Never raises for what is already gone."""
+    if ip("netns", "list", check=False).stdout.split().count(name):
+        for pid in ip("netns", "pids", name, check=False).stdout.split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+        ip("netns", "del", name, check=False)
+    ip("link", "del", f"{name}-h", check=False)  # gone with the namespace already, usually
+
+
+# --- a test host in a namespace -------------------------------------------------------------------
 
 
 @dataclass
@@ -70,50 +125,23 @@ class NetnsHost:
 
     def link_down(self) -> None:
         """``ip link set <name>-h down``: packets to the host go nowhere (no route)."""
-        _ip("link", "set", self.veth_host, "down")
+        ip("link", "set", self.veth_host, "down")
 
     def link_up(self) -> None:
         """``ip link set <name>-h up`` (and the address's route comes back)."""
-        _ip("link", "set", self.veth_host, "up")
+        ip("link", "set", self.veth_host, "up")
 
     def stop(self) -> None:
         """Kill the sshd, then delete the namespace and the veth pair. Never raises."""
         try:
             self.host.stop()
         finally:
-            _remove(self.name)
-
-
-def _remove(name: str) -> None:
-    """Remove namespace ``name`` and veth ``<name>-h``: kill what still runs inside (by PID)."""
-    if _ip("netns", "list", check=False).stdout.split().count(name):
-        for pid in _ip("netns", "pids", name, check=False).stdout.split():
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-            except (ProcessLookupError, ValueError):
-                pass
-        _ip("netns", "del", name, check=False)
-    _ip("link", "del", f"{name}-h", check=False)  # gone with the namespace already, usually
-
-
-def _free_subnet(start: int) -> int:
-    """The first N from ``start`` (wrapping in 0..249) with no ``10.200.N.x`` address here."""
-    used = _ip("-4", "-o", "addr", "show").stdout
-    for i in range(250):
-        n = (start + i) % 250
-        if f" 10.200.{n}." not in used:
-            return n
-    raise SshdError("no free 10.200.N.0/24 subnet")
-
-
-def netns_name(index: int) -> str:
-    """``uw<pid%1000><a+index>``: unique per test run, short enough for ``<name>-h``."""
-    return f"uw{os.getpid() % 1000}{chr(ord('a') + index)}"
+            remove_namespace(self.name)
 
 
 def start_netns_host(base: Path, index: int, *, hostname: str | None = None,
                      unit: str = "sglang.service") -> NetnsHost:
-    """Make namespace :func:`netns_name` (``index``) with a veth pair and a test host's sshd inside.
+    """Make namespace ``uw<pid%1000><a+index>`` (:func:`namespace_name`) with a veth pair and a test host's sshd inside.
 
     Args:
         base: folder for the host's files. index: 0, 1 ... (the namespace's letter).
@@ -123,22 +151,14 @@ def start_netns_host(base: Path, index: int, *, hostname: str | None = None,
     Raises:
         SshdError: ``ip`` failed or the sshd did not start (the message says which).
     """
-    name = netns_name(index)
-    _remove(name)
-    subnet = _free_subnet((os.getpid() * 2 + index * 7) % 250)
-    host_if, ns_if = f"{name}-h", f"{name}-n"
+    name = namespace_name("uw", index)
+    remove_namespace(name)  # leftovers of a crashed earlier run with the same name
+    subnet = free_subnet("10.200", (os.getpid() * 2 + index * 7) % 250)
+    add_namespace(name, "10.200", subnet)
     try:
-        _ip("netns", "add", name)
-        _ip("link", "add", host_if, "type", "veth", "peer", "name", ns_if)
-        _ip("link", "set", ns_if, "netns", name)
-        _ip("addr", "add", f"10.200.{subnet}.1/24", "dev", host_if)
-        _ip("link", "set", host_if, "up")
-        _ip("-n", name, "addr", "add", f"10.200.{subnet}.2/24", "dev", ns_if)
-        _ip("-n", name, "link", "set", ns_if, "up")
-        _ip("-n", name, "link", "set", "lo", "up")
         host = start_testhost(base, unit=unit, hostname=hostname or f"gpu-node-{index + 1}",
                               health=False, listen=f"10.200.{subnet}.2", port=22, netns=name)
     except BaseException:
-        _remove(name)
+        remove_namespace(name)
         raise
     return NetnsHost(name, subnet, host)

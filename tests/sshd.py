@@ -123,6 +123,72 @@ def _keygen(path: Path, comment: str, kind: str = "ed25519") -> None:
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
+def write_sshd_files(base: Path, *, listen: str, port: int, user: str, pid_file: Path | str,
+                     env: dict[str, str], host_key_type: str = "ed25519", extra_config: str = "") -> Path:
+    """Write a test sshd's files into ``base`` (which exists): a throwaway host key
+    (``host_<type>``) and client key (``client_ed25519``), ``authorized_keys`` (only that client
+    key), ``sshd_config`` (key-only login, no PAM, ``SetEnv`` of ``env``), ``known_hosts`` (the
+    host key for ``listen``, ``[listen]:port`` unless port 22) and ``ssh_config`` (``Host testhost``
+    for the OpenSSH client). Used by :func:`start_sshd` and tests/systemd_host.py.
+
+    Args:
+        listen, port: where the sshd listens. user: the ``User`` of ``ssh_config``.
+        pid_file: sshd's ``PidFile``. env: ``SetEnv`` variables for every session (no spaces).
+        host_key_type: ``ssh-keygen -t`` of the host key. extra_config: more ``sshd_config`` lines.
+
+    Returns:
+        The ``sshd_config`` path.
+
+    Raises:
+        SshdError: a name or value of ``env`` contains a space.
+        subprocess.CalledProcessError: ssh-keygen failed.
+    """
+    if any(any(c.isspace() for c in f"{k}{v}") for k, v in env.items()):
+        raise SshdError(f"SetEnv names and values must not contain spaces: {env!r}")
+    host_key = base / f"host_{host_key_type}"
+    _keygen(host_key, "upwatch-test-host", host_key_type)
+    _keygen(base / "client_ed25519", "upwatch-test-client")
+    auth = base / "authorized_keys"
+    auth.write_bytes((base / "client_ed25519.pub").read_bytes())
+    auth.chmod(0o600)
+    cfg = base / "sshd_config"
+    setenv = " ".join(f"{k}={v}" for k, v in env.items())
+    cfg.write_text(f"""ListenAddress {listen}
+Port {port}
+HostKey {host_key}
+PidFile {pid_file}
+AuthorizedKeysFile {auth}
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin prohibit-password
+UsePAM no
+StrictModes no
+LogLevel VERBOSE
+SetEnv {setenv}
+{extra_config}""")
+    host_pub = (base / f"host_{host_key_type}.pub").read_text().split()
+    entry = listen if port == 22 else f"[{listen}]:{port}"
+    (base / "known_hosts").write_text(f"{entry} {host_pub[0]} {host_pub[1]}\n")
+    (base / "ssh_config").write_text(f"""Host testhost
+    Hostname {listen}
+    Port {port}
+    User {user}
+    IdentityFile {base}/client_ed25519
+    IdentitiesOnly yes
+    UserKnownHostsFile {base}/known_hosts
+    StrictHostKeyChecking yes
+    BatchMode yes
+""")
+    return cfg
+
+
+def check_sshd_config(cfg: Path, error: type[SshdError] = SshdError) -> None:
+    """``sshd -t -f cfg``; raises ``error`` with sshd's words when it rejects the config."""
+    check = subprocess.run([SSHD, "-t", "-f", str(cfg)], capture_output=True, text=True)
+    if check.returncode != 0:
+        raise error(f"sshd -t rejected the test config: {check.stderr.strip() or check.stdout.strip()}")
+
+
 def start_sshd(base: Path, *, deadline_s: float = 10.0, listen: str = "127.0.0.1",
                port: int | None = None, env: dict[str, str] | None = None,
                netns: str | None = None, hostname: str | None = None,
@@ -153,54 +219,18 @@ def start_sshd(base: Path, *, deadline_s: float = 10.0, listen: str = "127.0.0.1
     base.mkdir(parents=True, exist_ok=True)
     shims = base / "shims"
     shims.mkdir(exist_ok=True)
-    host_key = base / f"host_{host_key_type}"
-    _keygen(host_key, "upwatch-test-host", host_key_type)
-    _keygen(base / "client_ed25519", "upwatch-test-client")
-    auth = base / "authorized_keys"
-    auth.write_bytes((base / "client_ed25519.pub").read_bytes())
-    auth.chmod(0o600)
     if port is None:
         port = _free_port()
     user = os.environ.get("USER") or subprocess.run(["id", "-un"], capture_output=True,
                                                      text=True).stdout.strip()
-    cfg = base / "sshd_config"
-    variables = {"PATH": f"{shims}:{SYSTEM_PATH}", **(env or {})}
-    if any(any(c.isspace() for c in f"{k}{v}") for k, v in variables.items()):
-        raise SshdError(f"SetEnv names and values must not contain spaces: {variables!r}")
-    setenv = " ".join(f"{k}={v}" for k, v in variables.items())
-    cfg.write_text(f"""ListenAddress {listen}
-Port {port}
-HostKey {host_key}
-PidFile {base}/sshd.pid
-AuthorizedKeysFile {auth}
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-PermitRootLogin prohibit-password
-UsePAM no
-StrictModes no
-LogLevel VERBOSE
-SetEnv {setenv}
-{extra_config}""")
-    host_pub = (base / f"host_{host_key_type}.pub").read_text().split()
-    entry = listen if port == 22 else f"[{listen}]:{port}"
-    (base / "known_hosts").write_text(f"{entry} {host_pub[0]} {host_pub[1]}\n")
-    (base / "ssh_config").write_text(f"""Host testhost
-    Hostname {listen}
-    Port {port}
-    User {user}
-    IdentityFile {base}/client_ed25519
-    IdentitiesOnly yes
-    UserKnownHostsFile {base}/known_hosts
-    StrictHostKeyChecking yes
-    BatchMode yes
-""")
+    cfg = write_sshd_files(base, listen=listen, port=port, user=user, pid_file=base / "sshd.pid",
+                           env={"PATH": f"{shims}:{SYSTEM_PATH}", **(env or {})},
+                           host_key_type=host_key_type, extra_config=extra_config)
     try:
         os.makedirs("/run/sshd", exist_ok=True)  # privilege separation dir; sshd refuses without it
     except OSError as exc:
         raise SshdError(f"cannot create /run/sshd ({exc.strerror}); the sshd tests need root") from None
-    check = subprocess.run([SSHD, "-t", "-f", str(cfg)], capture_output=True, text=True)
-    if check.returncode != 0:
-        raise SshdError(f"sshd -t rejected the test config: {check.stderr.strip() or check.stdout.strip()}")
+    check_sshd_config(cfg)
     log = open(base / "sshd.log", "wb")  # noqa: SIM115 - sshd writes it for its whole life
     argv = [SSHD, "-D", "-e", "-f", str(cfg)]
     if netns is not None and hostname is not None:  # unshare and sh exec: the PID stays sshd's

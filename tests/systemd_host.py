@@ -40,11 +40,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sshd import SYSTEM_PATH, SshdError, descendants
+from netns import add_namespace, free_subnet, ip, namespace_name, remove_namespace
+from sshd import SSHD, SYSTEM_PATH, SshdError, check_sshd_config, descendants, write_sshd_files
 from testhost import FIXTURES, QUERY_GPU_FIELDS, SHIMS, FakeGpuState, _write_script
 
 SYSTEMD = "/lib/systemd/systemd"
-SSHD = "/usr/sbin/sshd"
 PYTHON = "/usr/bin/python3"  # the host's system python; fake_llm.py needs only the stdlib
 CGROUP2 = Path("/sys/fs/cgroup/unified")
 FAKE_LLM = Path(__file__).parent / "fake_llm.py"
@@ -104,18 +104,6 @@ LOG_MARK = "# upwatch-test-log: "
 
 class SystemdHostError(SshdError):
     """The systemd test host could not be started or torn down; the message says why."""
-
-
-def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(["ip", *args], capture_output=True, text=True)
-    if check and done.returncode != 0:
-        raise SystemdHostError(f"ip {' '.join(args)} failed ({done.returncode}): {done.stderr.strip()}")
-    return done
-
-
-def _keygen(path: Path, comment: str) -> None:
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path), "-C", comment],
-                   check=True, capture_output=True)
 
 
 def _sd_quote(text: str) -> str:
@@ -335,8 +323,8 @@ class SystemdHost(FakeGpuState):
             except subprocess.TimeoutExpired:
                 problems.append(f"unshare {self.proc.pid} survived SIGKILL")
         problems += _remove_cgroup(self.cgroup)
-        _remove_netns(self.name)
-        if _ip("netns", "list", check=False).stdout.split().count(self.name):
+        remove_namespace(self.name)
+        if ip("netns", "list", check=False).stdout.split().count(self.name):
             problems.append(f"network namespace {self.name} is still there")
         if problems:
             raise SystemdHostError("; ".join(problems))
@@ -392,33 +380,6 @@ def _remove_cgroup(root: Path) -> list[str]:
     return problems
 
 
-def _remove_netns(name: str) -> None:
-    """Remove namespace ``name`` and veth ``<name>-h``; kill what still runs inside (by PID)."""
-    if _ip("netns", "list", check=False).stdout.split().count(name):
-        for pid in _ip("netns", "pids", name, check=False).stdout.split():
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-            except (ProcessLookupError, ValueError):
-                pass
-        _ip("netns", "del", name, check=False)
-    _ip("link", "del", f"{name}-h", check=False)
-
-
-def _free_subnet(start: int) -> int:
-    """The first N from ``start`` (wrapping in 0..249) with no ``10.201.N.x`` address here."""
-    used = _ip("-4", "-o", "addr", "show").stdout
-    for i in range(250):
-        n = (start + i) % 250
-        if f" 10.201.{n}." not in used:
-            return n
-    raise SystemdHostError("no free 10.201.N.0/24 subnet")
-
-
-def netns_name(index: int) -> str:
-    """``uwsd<pid%1000><a+index>``: unique per test run, short enough for ``<name>-h``."""
-    return f"uwsd{os.getpid() % 1000}{chr(ord('a') + index)}"
-
-
 def _prepare_unit(work: Path, name: str, text: str) -> str:
     """Copy the logs a unit names (``# upwatch-test-log: PATH``) to ``work/logs`` and put the
     work folder in place of ``@WORK@``. Refuses units without ``DefaultDependencies=no`` (they
@@ -460,53 +421,23 @@ def start_systemd_host(base: Path, index: int, *, units: Mapping[str, str] | Non
         units = {"fake-llm.service": llm_unit("sglang-ok-01.log")}
     work = base.resolve()
     work.mkdir(parents=True, exist_ok=True)
-    name = netns_name(index)
+    name = namespace_name("uwsd", index)
     cgroup = CGROUP2 / f"uwsysd-{name}"
-    _remove_netns(name)  # leftovers of a crashed earlier run with the same names
+    remove_namespace(name)  # leftovers of a crashed earlier run with the same names
     _remove_cgroup(cgroup)
-    subnet = _free_subnet((os.getpid() * 3 + index * 11) % 250)
+    subnet = free_subnet("10.201", (os.getpid() * 3 + index * 11) % 250, SystemdHostError)
     addr = f"10.201.{subnet}.2"
 
     # files: keys, sshd_config, shims and state, units, scripts
-    _keygen(work / "host_ed25519", "upwatch-systemd-host")
-    _keygen(work / "client_ed25519", "upwatch-test-client")
-    auth = work / "authorized_keys"
-    auth.write_bytes((work / "client_ed25519.pub").read_bytes())
-    auth.chmod(0o600)
     (work / "shims").mkdir(exist_ok=True)
     _write_script(work / "shims" / "nvidia-smi", SHIMS["nvidia-smi"])  # ONLY nvidia-smi is fake
     state = work / "state"
     state.mkdir(exist_ok=True)
     (state / "query-gpu.fields").write_text(QUERY_GPU_FIELDS)
     (state / "compute-apps.csv").write_text("")
-    (work / "sshd_config").write_text(f"""ListenAddress {addr}
-Port 22
-HostKey {work}/host_ed25519
-PidFile /run/sshd.pid
-AuthorizedKeysFile {auth}
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-PermitRootLogin prohibit-password
-UsePAM no
-StrictModes no
-LogLevel VERBOSE
-SetEnv PATH={work}/shims:{SYSTEM_PATH} UPWATCH_TEST_STATE={state}
-""")
-    check = subprocess.run([SSHD, "-t", "-f", str(work / "sshd_config")], capture_output=True, text=True)
-    if check.returncode != 0:
-        raise SystemdHostError(f"sshd -t rejected the config: {(check.stderr or check.stdout).strip()}")
-    host_pub = (work / "host_ed25519.pub").read_text().split()
-    (work / "known_hosts").write_text(f"{addr} {host_pub[0]} {host_pub[1]}\n")
-    (work / "ssh_config").write_text(f"""Host testhost
-    Hostname {addr}
-    Port 22
-    User root
-    IdentityFile {work}/client_ed25519
-    IdentitiesOnly yes
-    UserKnownHostsFile {work}/known_hosts
-    StrictHostKeyChecking yes
-    BatchMode yes
-""")
+    cfg = write_sshd_files(work, listen=addr, port=22, user="root", pid_file="/run/sshd.pid",
+                           env={"PATH": f"{work}/shims:{SYSTEM_PATH}", "UPWATCH_TEST_STATE": str(state)})
+    check_sshd_config(cfg, SystemdHostError)
     (work / "hostname").write_text(hostname + "\n")
     shutil.copyfile(FAKE_LLM, work / "fake_llm.py")
     unit_dir = work / "units"
@@ -533,19 +464,7 @@ ExecStart={SSHD} -D -e -f {work}/sshd_config
     _write_script(work / "boot.sh", BOOT_SH)
     _write_script(work / "inner.sh", INNER_SH)
 
-    # network namespace and veth
-    try:
-        _ip("netns", "add", name)
-        _ip("link", "add", f"{name}-h", "type", "veth", "peer", "name", f"{name}-n")
-        _ip("link", "set", f"{name}-n", "netns", name)
-        _ip("addr", "add", f"10.201.{subnet}.1/24", "dev", f"{name}-h")
-        _ip("link", "set", f"{name}-h", "up")
-        _ip("-n", name, "addr", "add", f"{addr}/24", "dev", f"{name}-n")
-        _ip("-n", name, "link", "set", f"{name}-n", "up")
-        _ip("-n", name, "link", "set", "lo", "up")
-    except BaseException:
-        _remove_netns(name)
-        raise
+    add_namespace(name, "10.201", subnet, SystemdHostError)  # network namespace and veth
 
     log = open(work / "boot.log", "wb")  # noqa: SIM115 - boot.sh/unshare write it
     proc = subprocess.Popen(["/bin/bash", str(work / "boot.sh"), name, name], stdout=log,

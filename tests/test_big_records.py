@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from test_live_watch import flush, journal_records, texts, watcher
-from test_testhost import until
+from waiting import until
 from testhost import TestHost
 
 from probes.logs.journal import CUT_MARK, parse_record
@@ -126,7 +126,7 @@ async def test_big_records_arrive_whole_or_cut_with_their_cursor_over_ssh(testho
     w = watcher(testhost)
     w.start()
     try:
-        await until(lambda: len(texts(w)) >= 5, "the seeded entries")
+        await until("the seeded entries", lambda: len(texts(w)) >= 5)
         testhost.append_log_lines([coloured, plain_3m, huge, huge_coloured])
         t0 = time.monotonic()
         await flush(w, testhost)

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from test_live_status import host_block, hosts_toml, setup_home
 from testhost import TestHost
+from waiting import until
 
 from tui.cli import main
 
@@ -245,11 +246,10 @@ def test_status_watch_says_cannot_see_in_its_first_line(testhost: TestHost) -> N
         stop = asyncio.Event()
         task = asyncio.create_task(watch(config, out, stop=stop, timeout_s=10,
                                          runner_factory=lambda s: testhost.runner(), history=None))
-        for _ in range(300):
-            if out.getvalue():
-                break
-            await asyncio.sleep(0.05)
-        stop.set()
+        try:
+            await until("the first status line", out.getvalue, 15)
+        finally:
+            stop.set()
         await task
 
     asyncio.run(main())
@@ -273,12 +273,9 @@ async def test_the_card_says_cannot_see_on_its_top_line(testhost: TestHost) -> N
                     testhost.runner(), WallClock(), unit_interval_s=0.2)
     w.start()
     try:
-        import asyncio
-
-        for _ in range(200):  # both probes have tried once (each fails on its first try)
-            if all(w.state().known(p).status == "failing" for p in ("unit", "journal")):
-                break
-            await asyncio.sleep(0.05)
+        # both probes have tried once (each fails on its first try)
+        await until("the unit and the journal failing",
+                    lambda: all(w.state().known(p).status == "failing" for p in ("unit", "journal")), 10)
         s = w.state()
     finally:
         await w.stop()
@@ -317,7 +314,8 @@ def _field(item: dict, path: str):
     return item
 
 
-@pytest.mark.parametrize("case", [*CASES, "unreachable"])
+# every case but "unreachable" asks for the testhost fixture while it runs: those are host tests
+@pytest.mark.parametrize("case", [*(pytest.param(c, marks=pytest.mark.host) for c in CASES), "unreachable"])
 def test_the_readme_table_is_what_upwatch_says(case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                capsys: pytest.CaptureFixture[str], request) -> None:
     rows = readme_rows()

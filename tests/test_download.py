@@ -490,9 +490,10 @@ async def test_hf_cache_setting_wins_and_samples_from_an_earlier_start_do_not_co
 
 # --- 7. end to end: a real sshd, a real journal, a folder that grows ---------------------------------------
 
+@pytest.mark.host  # starts a test host itself
 async def test_live_watcher_shows_a_silent_vllm_download_from_the_units_environment(tmp_path: Path) -> None:
     from probes.clock import WallClock
-    from test_testhost import until
+    from waiting import until
     from testhost import start_testhost
 
     host = start_testhost(tmp_path / "host", unit="vllm.service", defaults=False, health=False)
@@ -509,18 +510,18 @@ async def test_live_watcher_shows_a_silent_vllm_download_from_the_units_environm
                     apps_interval_s=0.5, retry_s=0.2, download_interval_s=0.3)
     w.start()
     try:
-        await until(lambda: len(w.model._download) >= 1, "a first look at the folder")
+        await until("a first look at the folder", lambda: len(w.model._download) >= 1)
         assert w.model._download[-1].path == str(repo) and w.state().download is None
         with open(repo / "blobs" / "w1.incomplete", "ab") as f:
             f.write(b"\1" * 7_000_000)
-        await until(lambda: w.state().download is not None, "the download's growth")
-        await until(lambda: w.state().download.bytes == apparent_size(repo), "the folder's size")  # type: ignore[union-attr]
+        await until("the download's growth", lambda: w.state().download is not None)
+        await until("the folder's size", lambda: w.state().download.bytes == apparent_size(repo))  # type: ignore[union-attr]
         d = w.state().download
         assert d is not None and d.path == str(repo) and d.expected_bytes == TOTAL
         assert d.rate_bps is not None and d.rate_bps > 0 and d.eta_s is not None
         assert w.state().failure("download") is None and w.state().stale_since is None
         host.append_log_lines([SHARDS])
-        await until(lambda: w.state().progress is not None and w.state().download is None, "the shards")
+        await until("the shards", lambda: w.state().progress is not None and w.state().download is None)
     finally:
         await w.stop()
         host.stop()

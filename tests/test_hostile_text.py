@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from conftest import running_testhost
-from pilot_wait import until_sync
+from waiting import until_sync
 from testhost import TestHost, _replace, _write_script
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -124,6 +124,7 @@ def _journalctl() -> str:
     return exe
 
 
+@pytest.mark.host  # the real journalctl on journal files
 @pytest.mark.parametrize("name, expected", [("sglang-startup.journal", SGLANG),
                                             ("vllm-restart-loop.journal", VLLM_LOOP)])
 def test_binary_journal_files_through_real_journalctl(name, expected) -> None:
@@ -132,6 +133,7 @@ def test_binary_journal_files_through_real_journalctl(name, expected) -> None:
     assert _summary(reading) == expected
 
 
+@pytest.mark.host  # the real journalctl on a journal file
 def test_binary_journal_equals_its_json_export() -> None:
     exe = _journalctl()
     out = subprocess.run([exe, f"--file={JOURNAL / 'vllm-restart-loop.journal'}", "-o", "json", "-a"],
@@ -149,6 +151,7 @@ def test_replay_cli_reads_a_binary_journal() -> None:
     assert json.loads(proc.stdout)["cause"] == "cuda_oom"
 
 
+@pytest.mark.host  # the real journalctl on a journal file
 @pytest.mark.parametrize("mode", ["short-iso", "short", "cat"])
 def test_journalctl_text_output_reads_like_its_json(tmp_path, mode) -> None:
     """What an operator pastes (`journalctl -u vllm`, `-o short-iso`, `-o cat`) reads like the JSON."""

@@ -2,7 +2,7 @@
 live and across a cut connection (none lost, none twice), no remote process left behind by a
 stop or a cut, and two namespace hosts where one link goes down and comes back.
 
-Every wait polls a condition with a deadline (``until`` of tests/test_testhost.py). The journal's
+Every wait polls a condition with a deadline (``until`` of tests/waiting.py). The journal's
 own view (``journalctl --file`` run here on the test host's journal file) is the reference for
 texts and cursors.
 """
@@ -22,7 +22,7 @@ from probes.clock import WallClock
 from probes.data.state import HostState
 from probes.spec import HostSpec
 from probes.watch.watcher import HostWatcher
-from test_testhost import until
+from waiting import until
 from testhost import FIXTURES, TestHost
 
 #: The 5 entries every test host's journal is seeded with (start_testhost defaults).
@@ -67,7 +67,7 @@ async def flush(w: HostWatcher, host: TestHost) -> list[str]:
     (or a resumed stream) would still bring in has arrived by then. Returns the sentinel list."""
     mark = batch("sentinel", 1)
     host.append_log_lines(mark)
-    await until(lambda: texts(w)[-1:] == mark, "the sentinel entry")
+    await until("the sentinel entry", lambda: texts(w)[-1:] == mark)
     return mark
 
 
@@ -105,13 +105,13 @@ async def test_follow_while_appending_gets_every_entry_once_in_order(testhost: T
     w = watcher(testhost)
     w.start()
     try:
-        await until(lambda: texts(w) == SEEDED, "the 5 seeded entries")
+        await until("the 5 seeded entries", lambda: texts(w) == SEEDED)
         expected = list(SEEDED)
         for name, n in (("first", 3), ("second", 7), ("third", 1)):
             lines = batch(name, n)
             testhost.append_log_lines(lines)
             expected += lines
-            await until(lambda: len(texts(w)) >= len(expected), f"the {name} batch")
+            await until(f"the {name} batch", lambda: len(texts(w)) >= len(expected))
         expected += await flush(w, testhost)
         assert texts(w) == expected
         entries = w.entries_after(0)
@@ -132,10 +132,10 @@ async def test_cut_mid_stream_loses_nothing_and_repeats_nothing(testhost: TestHo
     w = watcher(testhost, rec, **QUICK_SSH)
     w.start()
     try:
-        await until(lambda: texts(w) == SEEDED, "the 5 seeded entries")
+        await until("the 5 seeded entries", lambda: texts(w) == SEEDED)
         a = batch("A", 4)
         testhost.append_log_lines(a)
-        await until(lambda: len(texts(w)) >= len(SEEDED + a), "batch A")
+        await until("batch A", lambda: len(texts(w)) >= len(SEEDED + a))
         assert texts(w) == SEEDED + a
         assert not rec.ever(lambda s: s.stale_since is not None)
 
@@ -144,16 +144,16 @@ async def test_cut_mid_stream_loses_nothing_and_repeats_nothing(testhost: TestHo
         # can have left the host on the old connection; it must come through the resumed stream.
         b = batch("B", 6)
         testhost.append_log_lines(b)
-        await until(lambda: rec.ever(lambda s: s.failure("journal") is not None
-                                     and s.failure("journal").kind == "closed"),
-                    "the journal stream's drop noticed (a 'closed' failure)")
-        await until(lambda: len(texts(w)) >= len(SEEDED + a + b), "batch B after the reconnect")
+        await until("the journal stream's drop noticed (a 'closed' failure)",
+                    lambda: rec.ever(lambda s: s.failure("journal") is not None
+                                     and s.failure("journal").kind == "closed"))
+        await until("batch B after the reconnect", lambda: len(texts(w)) >= len(SEEDED + a + b))
         assert texts(w) == SEEDED + a + b
-        await until(lambda: w.state().stale_since is None, "not stale after the reconnect")
+        await until("not stale after the reconnect", lambda: w.state().stale_since is None)
 
         c = batch("C", 5)
         testhost.append_log_lines(c)
-        await until(lambda: len(texts(w)) >= len(SEEDED + a + b + c), "batch C")
+        await until("batch C", lambda: len(texts(w)) >= len(SEEDED + a + b + c))
         mark = await flush(w, testhost)
 
         assert texts(w) == SEEDED + a + b + c + mark
@@ -186,8 +186,8 @@ async def _all_probes_running(w: HostWatcher, host: TestHost, *, gpu_reading: bo
         return (s.unit_state is not None and s.health is not None and s.health.rung == "serving"
                 and s.log_count == 5 and (not gpu_reading or (s.gpus is not None and s.gpu_apps is not None)))
 
-    await until(running, f"journalctl and nvidia-smi {loop} running on the host")
-    await until(answered, "every probe answered")
+    await until(f"journalctl and nvidia-smi {loop} running on the host", running)
+    await until("every probe answered", answered)
     s = w.state()
     assert (s.unit_state.active_state, s.health.rung, s.failures) == ("active", "serving", ())
     if gpu_reading:
@@ -201,7 +201,7 @@ async def test_no_remote_process_outlives_stop(testhost: TestHost) -> None:
         await _all_probes_running(w, testhost)
     finally:
         await w.stop()
-    await until(lambda: not testhost.remote_processes(), "no remote process after stop()", 5.0)
+    await until("no remote process after stop()", lambda: not testhost.remote_processes(), 5.0)
 
 
 async def test_no_remote_process_of_a_cut_connection_outlives_it(testhost: TestHost) -> None:
@@ -219,17 +219,17 @@ async def test_no_remote_process_of_a_cut_connection_outlives_it(testhost: TestH
         assert testhost.cut_connections()
         # The watcher keeps running and reconnects; the killed sessions' processes must end on
         # their own (the stream wrapper sees its stdin close), whatever the new session starts.
-        await until(lambda: not [p for p, (t, _) in before.items() if alive(p, t)],
-                    f"every process of the cut sessions gone: {sorted(before.items())}", 5.0)
+        await until(f"every process of the cut sessions gone: {sorted(before.items())}",
+                    lambda: not [p for p, (t, _) in before.items() if alive(p, t)], 5.0)
         # ... and the watcher came back with new ones.
-        await until(lambda: w.state().stale_since is None
+        await until("the watcher reconnected and follows the journal again",
+                    lambda: w.state().stale_since is None
                     and rec.ever(lambda s: s.stale_since is not None)
-                    and "/usr/bin/journalctl" in " ".join(c for _, c in testhost.remote_processes()),
-                    "the watcher reconnected and follows the journal again")
+                    and "/usr/bin/journalctl" in " ".join(c for _, c in testhost.remote_processes()))
         assert not set(process_ids(testhost).items()) & set(before.items())
     finally:
         await w.stop()
-    await until(lambda: not testhost.remote_processes(), "no remote process after stop()", 5.0)
+    await until("no remote process after stop()", lambda: not testhost.remote_processes(), 5.0)
 
 
 # --- 5. two hosts in network namespaces ------------------------------------------------------------
@@ -245,36 +245,36 @@ async def test_one_host_link_down_goes_stale_and_recovers_while_the_other_keeps_
         w.start()
     try:
         for w in ws:
-            await until(lambda: w.state().gpus is not None and len(w.state().gpus.gpus) == 8
-                        and len(texts(w)) == 5, f"{w.name}: 8 GPUs and the 5 seeded entries")
+            await until(f"{w.name}: 8 GPUs and the 5 seeded entries", lambda: w.state().gpus is not None and len(w.state().gpus.gpus) == 8
+                        and len(texts(w)) == 5)
             assert texts(w) == SEEDED
             assert w.state().stale_since is None
 
         hosts[0].link_down()
-        await until(lambda: ws[0].state().stale_since is not None, "host 0 stale after its link went down")
+        await until("host 0 stale after its link went down", lambda: ws[0].state().stale_since is not None)
         went_stale = ws[0].state().stale_since
         assert went_stale is not None
         # Host 1 goes on: GPU readings newer than the moment host 0 went stale, and never a failure.
-        await until(lambda: ws[1].state().gpus.time > went_stale + 0.5, "host 1 GPU readings after host 0 went stale")
+        await until("host 1 GPU readings after host 0 went stale", lambda: ws[1].state().gpus.time > went_stale + 0.5)
         assert ws[1].state().stale_since is None
         # With the link down every connect fails (no route): wait for a counted failed attempt,
         # then bring the link back.
-        await until(lambda: ws[0].state().reconnect_attempt >= 1, "host 0: a failed reconnect counted")
+        await until("host 0: a failed reconnect counted", lambda: ws[0].state().reconnect_attempt >= 1)
         assert ws[0].state().stale_since == went_stale  # stale since the drop, not since each try
 
         hosts[0].link_up()
-        await until(lambda: ws[0].state().stale_since is None, "host 0 recovered after link_up", 15.0)
+        await until("host 0 recovered after link_up", lambda: ws[0].state().stale_since is None, 15.0)
         # Each probe clears its own failure when it delivers again (a stream cut by the drop may
         # have failed as "command", which is no connection failure and so no part of stale_since).
-        await until(lambda: ws[0].state().failures == (), "host 0: every probe delivers again")
+        await until("host 0: every probe delivers again", lambda: ws[0].state().failures == ())
         back = ws[0].state()
         assert (back.reconnect_attempt, back.stale_since) == (0, None)
-        await until(lambda: ws[0].state().gpus.time > back.updated, "host 0 delivers GPU readings again")
+        await until("host 0 delivers GPU readings again", lambda: ws[0].state().gpus.time > back.updated)
 
         for h, w in zip(hosts, ws):  # the journal resumed after the cursor on host 0: nothing twice
             lines = batch(w.name, 2)
             h.host.append_log_lines(lines)
-            await until(lambda: len(texts(w)) >= len(SEEDED + lines), f"{w.name}: the new entries")
+            await until(f"{w.name}: the new entries", lambda: len(texts(w)) >= len(SEEDED + lines))
             mark = await flush(w, h.host)
             assert texts(w) == SEEDED + lines + mark
 
@@ -292,7 +292,7 @@ async def test_the_first_gpu_sample_shows_without_waiting_for_the_second(testhos
     w = HostWatcher(spec, testhost.runner(), WallClock(), **{**FAST, "gpu_interval_s": 30.0})
     w.start()
     try:
-        await until(lambda: w.state().gpus is not None, "the first GPU sample", 15.0)
+        await until("the first GPU sample", lambda: w.state().gpus is not None, 15.0)
         gpus = w.state().gpus
         assert gpus is not None and [g.index for g in gpus.gpus] == list(range(8))
         assert w._gpu_count == 0  # not learnt from a sample that was cut by time
@@ -308,12 +308,12 @@ async def test_a_broken_nvidia_smi_after_a_cut_is_not_a_lost_connection(testhost
     w = HostWatcher(spec, testhost.runner(**QUICK_SSH), WallClock(), rec, **FAST)
     w.start()
     try:
-        await until(lambda: w.state().gpus is not None and w.state().log_count == 5, "GPUs and the journal")
+        await until("GPUs and the journal", lambda: w.state().gpus is not None and w.state().log_count == 5)
         testhost.set_nvidia_error("error.driver-library-mismatch.txt")  # the running loop goes on
         testhost.cut_connections()  # ... until now: the restarted nvidia-smi fails
-        await until(lambda: rec.ever(lambda s: s.stale_since is not None), "the drop is noticed")
-        await until(lambda: w.state().stale_since is None and w.state().failure("gpu") is not None
-                    and w.state().failure("gpu").kind == "command", "reconnected, GPU cell failing", 15.0)
+        await until("the drop is noticed", lambda: rec.ever(lambda s: s.stale_since is not None))
+        await until("reconnected, GPU cell failing", lambda: w.state().stale_since is None and w.state().failure("gpu") is not None
+                    and w.state().failure("gpu").kind == "command", 15.0)
         s = w.state()
         f = s.failure("gpu")
         assert f is not None and f.kind == "command" and f.message.startswith("NVIDIA driver/library version mismatch")
@@ -331,12 +331,12 @@ async def test_a_frozen_link_is_not_read_as_an_unhealthy_server(testhost: TestHo
     w.start()
     frozen: list[int] = []
     try:
-        await until(lambda: w.state().readiness in ("healthy", "serving"), "healthy first")
+        await until("healthy first", lambda: w.state().readiness in ("healthy", "serving"))
         seen = len(rec.states)
         frozen = testhost.sshd.session_pids()
         for pid in frozen:
             os.kill(pid, signal.SIGSTOP)
-        await until(lambda: w.state().stale_since is not None, "the freeze is noticed (keepalives)", 15.0)
+        await until("the freeze is noticed (keepalives)", lambda: w.state().stale_since is not None, 15.0)
         during = rec.states[seen:]
         assert all(s.readiness != "http_unhealthy" for s in during), [s.health for s in during if s.readiness == "http_unhealthy"]
     finally:

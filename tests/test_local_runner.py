@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ from probes.transport.local import LocalRunner
 from probes.transport.runner import ProbeError
 from probes.watch.watcher import HealthTarget, health_target, journal_access_problem, journal_argv
 from probes.spec import HostSpec
+from waiting import until
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -24,14 +23,6 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
-
-
-async def _until(cond, what: str, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout} s: {what}")
-        await asyncio.sleep(0.02)
 
 
 async def test_run_returns_status_and_bytes() -> None:
@@ -50,7 +41,7 @@ async def test_run_timeout_ends_the_process_and_its_children(tmp_path: Path) -> 
         await r.run(["sh", "-c", f"sleep 60 & echo $! > {pidfile}; wait"], timeout=0.5)
     assert err.value.kind == "timeout"
     child = int(pidfile.read_text())
-    await _until(lambda: not _alive(child), "the background child is gone")
+    await until("the background child is gone", lambda: not _alive(child))
     await r.close()
 
 
@@ -66,7 +57,7 @@ async def test_closing_a_stream_ends_the_process_group(tmp_path: Path) -> None:
     await agen.aclose()
     assert lines == [b"tick"] * 3
     child = int(pidfile.read_text())
-    await _until(lambda: not _alive(child), "the stream's child is gone")
+    await until("the stream's child is gone", lambda: not _alive(child))
     await r.close()
 
 

@@ -27,7 +27,7 @@ from tui.demo import demo_scenarios
 from tui.demo_app import advance_demo, make_demo_app
 from tui.notify import Notifier
 from tui.screens import HelpScreen, OverviewScreen
-from pilot_wait import until
+from waiting import until
 
 T0 = 1_764_000_000.0
 READY_LINE = "gpu-node-1 sglang.service: ready after 2m38s"  # the demo's gpu-node-1 logs ready at 158 s
@@ -171,9 +171,9 @@ async def test_webhook_posts_the_notice_as_json_to_a_real_server(hook: Hook) -> 
         await advance_demo(app, clock, pilot, 150)
         assert hook.requests == []
         await advance_demo(app, clock, pilot, 10)
-        await until("the POST", lambda: hook.requests, pilot)
+        await until("the POST", lambda: hook.requests, pilot=pilot)
         label = f"webhook http://127.0.0.1:{hook.server.server_address[1]}/…"
-        await until("delivered", lambda: app.notifier.delivered.get(label), pilot)
+        await until("delivered", lambda: app.notifier.delivered.get(label), pilot=pilot)
         assert hook.requests == [{"path": HOOK_PATH, "type": "application/json", "body": {
             "text": READY_LINE, "host": "gpu-node-1", "unit": "sglang.service", "kind": "ready",
             "sentence": "ready after 2m38s", "time": T0 + 158.0}}]
@@ -196,7 +196,7 @@ async def test_a_failing_webhook_is_shown_and_the_dashboard_goes_on(hook: Hook, 
     async with app.run_test(size=(160, 60)) as pilot:
         await advance_demo(app, clock, pilot, 160)
         label = f"webhook http://127.0.0.1:{url.split(':')[2].split('/')[0]}/…"
-        failure = await until("the failure", lambda: app.notifier.failures.get(label), pilot)
+        failure = await until("the failure", lambda: app.notifier.failures.get(label), pilot=pilot)
         assert failure.reason.startswith(reason) and failure.notice == READY_LINE
         warning = [(m, kw) for m, kw in toasts if kw.get("title") == "notification not sent"]
         assert warning == [(f"{label}: {failure.reason} (not sent: {READY_LINE})",
@@ -209,11 +209,11 @@ async def test_a_failing_webhook_is_shown_and_the_dashboard_goes_on(hook: Hook, 
         assert any(m.startswith("gpu-node-2 vllm.service: Restart loop: 3 starts failed") for m, _ in toasts)
         # The help screen names the last failure.
         await pilot.press("question_mark")
-        await until("the help screen", lambda: isinstance(app.screen, HelpScreen), pilot)
-        await until("the failure on the help screen", lambda: f"{label}: failed at" in screen_text(app), pilot)
+        await until("the help screen", lambda: isinstance(app.screen, HelpScreen), pilot=pilot)
+        await until("the failure on the help screen", lambda: f"{label}: failed at" in screen_text(app), pilot=pilot)
         assert reason.rstrip(" (") in screen_text(app)
         await pilot.press("escape")
-        await until("back", lambda: isinstance(app.screen, OverviewScreen), pilot)
+        await until("back", lambda: isinstance(app.screen, OverviewScreen), pilot=pilot)
         assert app.notifier.delivered == {}
 
 
@@ -227,11 +227,11 @@ async def test_a_webhook_that_never_answers_holds_nothing(hook: Hook) -> None:
     app.notifier.webhook_timeout_s = 60.0  # far longer than this test runs
     async with app.run_test(size=(160, 48)) as pilot:
         await run_for(app, clock, pilot, 160)
-        await until("the POST", lambda: hook.requests, pilot)
+        await until("the POST", lambda: hook.requests, pilot=pilot)
         await advance_demo(app, clock, pilot, 240)
         assert "4 hosts: 1 failed · 1 stalled · 2 ready" in screen_text(app)
         await pilot.press("question_mark")
-        await until("the help screen", lambda: isinstance(app.screen, HelpScreen), pilot)
+        await until("the help screen", lambda: isinstance(app.screen, HelpScreen), pilot=pilot)
         await pilot.press("escape")
         # Still one request, unanswered: the lane sends one at a time; the rest wait in line.
         assert app.notifier.failures == {} and app.notifier.delivered == {}
@@ -265,7 +265,7 @@ async def test_desktop_runs_notify_send_with_an_argv(tmp_path: Path, monkeypatch
     app.notifier.desktop_timeout_s = 30.0  # a loaded machine may be slow to start the stand-in
     async with app.run_test(size=(160, 48)) as pilot:
         await advance_demo(app, clock, pilot, 160)
-        await until("delivered", lambda: app.notifier.delivered.get("desktop (notify-send)"), pilot)
+        await until("delivered", lambda: app.notifier.delivered.get("desktop (notify-send)"), pilot=pilot)
     assert [json.loads(line) for line in log.read_text().splitlines()] == [
         ["--app-name=upwatch", "--urgency=normal", "gpu-node-1: ready", READY_LINE]]
     assert app.notifier.failures == {}
@@ -285,7 +285,7 @@ async def test_desktop_failures_are_shown(case: str, tmp_path: Path, monkeypatch
     toasts = record_toasts(app)
     async with app.run_test(size=(160, 48)) as pilot:
         await advance_demo(app, clock, pilot, 160)
-        failure = await until("the failure", lambda: app.notifier.failures.get("desktop (notify-send)"), pilot)
+        failure = await until("the failure", lambda: app.notifier.failures.get("desktop (notify-send)"), pilot=pilot)
         await advance_demo(app, clock, pilot, 5)
         assert [m for m, _ in toasts] == [READY_LINE,
                                           f"desktop (notify-send): {failure.reason} (not sent: {READY_LINE})"]

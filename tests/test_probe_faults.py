@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from test_live_watch import FAST, Recorder, batch, texts
-from test_testhost import until
+from waiting import until
 from testhost import FIXTURES, TestHost
 
 from probes.sources import gpu as gpu_probe
@@ -151,14 +151,14 @@ async def test_one_bad_gpu_row_degrades_the_gpu_cell_and_the_journal_keeps_comin
     w = watch(testhost, rec)
     w.start()
     try:
-        await until(lambda: w.state().failure("gpu") is not None, "the GPU cell fails")
+        await until("the GPU cell fails", lambda: w.state().failure("gpu") is not None)
         f = w.state().failure("gpu")
         assert f is not None and f.kind == "unparsable"
         assert f.message.startswith("unparsable value in column memory.used of GPU 3: '1000000000")
         # The row without a usable index is named with the sample it came before (once the
         # number of GPUs is known, from the second sample on).
-        await until(lambda: w.state().failure("gpu").message.endswith("(309 digits) (and 1 more)"),
-                    "both bad rows named")
+        await until("both bad rows named",
+                    lambda: w.state().failure("gpu").message.endswith("(309 digits) (and 1 more)"))
         first_gpus = w.state().gpus
         assert first_gpus is not None and len(first_gpus.gpus) == 8
         assert first_gpus.gpus[3].mem_used_mib is None and first_gpus.gpus[4].mem_used_mib is not None
@@ -166,20 +166,20 @@ async def test_one_bad_gpu_row_degrades_the_gpu_cell_and_the_journal_keeps_comin
         for n in range(3):
             lines_now = batch(f"after the bad row {n}", 5)
             testhost.append_log_lines(lines_now)
-            await until(lambda want=lines_now: texts(w)[-5:] == want, f"batch {n} of journal lines")
+            await until(f"batch {n} of journal lines", lambda want=lines_now: texts(w)[-5:] == want)
         # ... and the other cells keep updating: new GPU samples (the bad value stays n/a) and
         # process lists, and the health probe.
         seen = w.state().gpus
-        await until(lambda: w.state().gpus is not None and w.state().gpus.time > seen.time, "a newer GPU sample")
+        await until("a newer GPU sample", lambda: w.state().gpus is not None and w.state().gpus.time > seen.time)
         testhost.set_compute_apps([f"51873, sglang::scheduler_TP0, 73072, {UUID}"])
-        await until(lambda: w.state().gpu_apps is not None and len(w.state().gpu_apps.apps) == 1, "the process list")
+        await until("the process list", lambda: w.state().gpu_apps is not None and len(w.state().gpu_apps.apps) == 1)
         assert w.state().health is not None
         assert w.state().failure("gpu") is not None and w.state().failure("gpu").time == f.time
         assert w.crashes == {}
         assert not any(t.done() for t in w._tasks)
         # A good row again: the GPU cell is read whole.
         testhost.set_gpus_from_fixture()
-        await until(lambda: w.state().failure("gpu") is None, "the GPU cell recovers")
+        await until("the GPU cell recovers", lambda: w.state().failure("gpu") is None)
         assert w.state().gpus.gpus[3].mem_used_mib is not None
     finally:
         await w.stop()
@@ -203,16 +203,16 @@ async def test_a_probe_task_that_raises_is_named_restarted_and_the_others_keep_g
     w = watch(testhost, rec)
     w.start()
     try:
-        await until(lambda: w.crashes.get("gpu_apps", 0) >= 1, "the first crash")
+        await until("the first crash", lambda: w.crashes.get("gpu_apps", 0) >= 1)
         f = w.state().failure("gpu_apps")
         assert f is not None and f.kind == "crashed"
         assert f.message == ("the gpu_apps probe crashed (OverflowError: cannot convert float infinity to "
                              "integer); restart 1 in 0.2 s")
         lines_now = batch("while crashed", 3)
         testhost.append_log_lines(lines_now)
-        await until(lambda: texts(w)[-3:] == lines_now, "journal lines while the process list crashes")
-        await until(lambda: w.state().gpu_apps is not None and w.state().failure("gpu_apps") is None,
-                    "the restarted probe delivers", 15.0)
+        await until("journal lines while the process list crashes", lambda: texts(w)[-3:] == lines_now)
+        await until("the restarted probe delivers",
+                    lambda: w.state().gpu_apps is not None and w.state().failure("gpu_apps") is None, 15.0)
         assert w.crashes == {"gpu_apps": 2}
         assert rec.ever(lambda s: s.failure("gpu_apps") is not None
                         and s.failure("gpu_apps").message.endswith("restart 2 in 0.4 s"))
@@ -315,16 +315,16 @@ async def test_a_bad_unit_property_degrades_the_unit_cell_and_the_journal_keeps_
     w = watch(testhost, rec)
     w.start()
     try:
-        await until(lambda: w.state().failure("unit") is not None, "the unit cell fails")
+        await until("the unit cell fails", lambda: w.state().failure("unit") is not None)
         f = w.state().failure("unit")
         assert f is not None and f.kind == "unparsable"
         assert f.message.startswith("unparsable value in column NRestarts: '999")
         assert w.state().unit_state is not None and w.state().unit_state.active_state == "active"
         lines_now = batch("after the bad property", 5)
         testhost.append_log_lines(lines_now)
-        await until(lambda: texts(w)[-5:] == lines_now, "journal lines after the bad property")
+        await until("journal lines after the bad property", lambda: texts(w)[-5:] == lines_now)
         assert w.crashes == {} and not any(t.done() for t in w._tasks)
         testhost.set_systemctl_show("active-running.txt")
-        await until(lambda: w.state().failure("unit") is None, "the unit cell recovers")
+        await until("the unit cell recovers", lambda: w.state().failure("unit") is None)
     finally:
         await w.stop()

@@ -23,6 +23,7 @@ from probes.sources.health import probe_health
 from probes.transport.runner import ProbeError
 from probes.transport.ssh import SshRunner, parse_target
 from sshd import Sshd, SshdError, start_sshd
+from waiting import until
 
 DEADLINE_S = 5.0
 
@@ -75,15 +76,6 @@ def remote_pids(mark: str) -> list[int]:
     return [int(p) for p in out.split() if int(p) != os.getpid()]
 
 
-async def until(pred, what: str, deadline_s: float = DEADLINE_S) -> None:  # type: ignore[no-untyped-def]
-    """Poll ``pred()`` until it is true; fail with ``what`` after ``deadline_s`` seconds."""
-    end = time.monotonic() + deadline_s
-    while not pred():
-        if time.monotonic() > end:
-            pytest.fail(f"not within {deadline_s} s: {what}")
-        await asyncio.sleep(0.02)
-
-
 async def take(it: AsyncIterator[bytes], n: int) -> list[bytes]:
     return [await asyncio.wait_for(anext(it), DEADLINE_S) for _ in range(n)]
 
@@ -132,7 +124,7 @@ async def test_run_timeout_raises_and_ends_the_remote_process(runner: SshRunner)
     with pytest.raises(ProbeError) as err:
         await runner.run(["silent", mark], timeout=0.5)
     assert err.value.kind == "timeout"
-    await until(lambda: not remote_pids(mark), f"{mark} ended after the timeout")
+    await until(f"{mark} ended after the timeout", lambda: not remote_pids(mark))
 
 
 # --- stream --------------------------------------------------------------------------------------
@@ -144,7 +136,7 @@ async def test_stream_yields_lines_as_they_come_and_closing_ends_the_remote_proc
     assert lines == [f"tick {i} {mark}".encode() for i in range(3)]
     assert remote_pids(mark)
     await it.aclose()
-    await until(lambda: not remote_pids(mark), f"{mark} ended after aclose()")
+    await until(f"{mark} ended after aclose()", lambda: not remote_pids(mark))
 
 
 async def test_stream_ends_with_the_command_and_keeps_bytes(runner: SshRunner) -> None:
@@ -165,7 +157,7 @@ async def test_cancelling_a_stream_consumer_ends_the_remote_process(runner: SshR
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    await until(lambda: not remote_pids(mark), f"{mark} ended after cancel")
+    await until(f"{mark} ended after cancel", lambda: not remote_pids(mark))
 
 
 async def test_close_with_three_streams_open_leaves_no_remote_process(sshd: Sshd) -> None:
@@ -175,9 +167,9 @@ async def test_close_with_three_streams_open_leaves_no_remote_process(sshd: Sshd
     await take(its[0], 1)
     await take(its[2], 1)
     pending = asyncio.ensure_future(anext(its[1]))  # a silent stream, blocked in readline
-    await until(lambda: bool(remote_pids(marks[1])), "the silent stream started")
+    await until("the silent stream started", lambda: bool(remote_pids(marks[1])))
     await r.close()
-    await until(lambda: not any(remote_pids(m) for m in marks), "all streams ended after close()")
+    await until("all streams ended after close()", lambda: not any(remote_pids(m) for m in marks))
     with pytest.raises(ProbeError) as err:
         await asyncio.wait_for(pending, DEADLINE_S)
     assert err.value.kind == "closed"
@@ -299,7 +291,7 @@ async def test_dropped_connection_ends_the_stream_as_closed_and_run_reconnects(r
     await take(it, 1)
     silent = runner.stream(["silent", quiet])
     pending = asyncio.ensure_future(anext(silent))
-    await until(lambda: bool(remote_pids(quiet)), "the silent stream started")
+    await until("the silent stream started", lambda: bool(remote_pids(quiet)))
     sessions = sshd.session_pids()
     assert sessions, "no sshd session process found"
     for pid in sessions:  # the [priv] monitor and its user@notty child (TESTBED 1)
@@ -314,7 +306,7 @@ async def test_dropped_connection_ends_the_stream_as_closed_and_run_reconnects(r
         await asyncio.wait_for(pending, DEADLINE_S)
     assert err.value.kind == "closed"
     # no signal can reach them now: the stream wrapper ends them when their stdin closes
-    await until(lambda: not remote_pids(loud) and not remote_pids(quiet), "streams ended after the drop")
+    await until("streams ended after the drop", lambda: not remote_pids(loud) and not remote_pids(quiet))
 
     assert (await runner.run(["echo", "back"])).stdout == b"back\n"
 
@@ -329,11 +321,13 @@ async def test_failed_connects_back_off_and_count_attempts(sshd: Sshd) -> None:
             with pytest.raises(ProbeError) as err:
                 await r.run(["true"])
             assert err.value.kind == "unreachable" and r.attempts == 1
-        deadline = time.monotonic() + 5
-        while r.attempts < 2 and time.monotonic() < deadline:
+
+        async def tried_again() -> bool:
             with pytest.raises(ProbeError):
                 await r.run(["true"])
-            await asyncio.sleep(0.02)
+            return r.attempts >= 2
+
+        await until("a second connect attempt after the backoff", tried_again, 5)
         assert r.attempts == 2
         assert r._retry_at - time.monotonic() > 0.2  # doubled: 0.4 s from the second failure
     await r.close()

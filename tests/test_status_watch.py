@@ -13,7 +13,7 @@ from pathlib import Path
 
 from probes.spec import HostSpec
 from systemd_host import SystemdHost, llm_unit
-from test_systemd_host import until
+from waiting import until
 from tui.config import Config
 from tui.status import change_key, watch
 

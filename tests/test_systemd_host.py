@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ import pytest
 from conftest import LOGS
 from probes.transport.runner import ProbeError
 from systemd_host import FAKE_LLM, SystemdHost, llm_unit, start_systemd_host
+from waiting import until, until_sync
 
 OOM_LINE = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
             "total capacity of 79.19 GiB of which 1.02 GiB is free.")
@@ -33,21 +32,6 @@ def message(entry: dict[str, Any]) -> bytes:
     """MESSAGE of a ``journalctl -o json`` record (a list of byte values when not printable)."""
     value = entry["MESSAGE"]
     return bytes(value) if isinstance(value, list) else value.encode()
-
-
-async def until(what: str, check: Any, deadline_s: float = 15.0, every: float = 0.05) -> Any:
-    """Call ``check()`` (sync or async) until it returns something truthy; fail after the deadline."""
-    end = time.monotonic() + deadline_s
-    last: Any = None
-    while True:
-        last = check()
-        if asyncio.iscoroutine(last):
-            last = await last
-        if last:
-            return last
-        if time.monotonic() > end:
-            raise AssertionError(f"{what}: not within {deadline_s:g} s (last: {last!r})")
-        await asyncio.sleep(every)  # polling interval
 
 
 async def show(runner: Any, unit: str, *props: str) -> dict[str, str]:
@@ -271,6 +255,7 @@ async def test_stray_process_is_outside_the_unit_cgroup(systemd_host: SystemdHos
         await runner.close()
 
 
+@pytest.mark.host  # boots a systemd host itself
 def test_stop_leaves_nothing_behind(tmp_path: Path) -> None:
     host = start_systemd_host(tmp_path / "sysd", 1, hostname="gpu-node-4")
     try:
@@ -285,10 +270,8 @@ def test_stop_leaves_nothing_behind(tmp_path: Path) -> None:
     assert not cgroup.exists()
     ip = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
     assert netns not in ip.stdout.split()
-    end = time.monotonic() + 5
-    while subprocess.run(["ip", "link", "show", f"{netns}-h"], capture_output=True).returncode == 0:
-        assert time.monotonic() < end, f"veth {netns}-h still there"  # freed asynchronously
-        time.sleep(0.05)  # polling interval
+    until_sync(f"veth {netns}-h gone (freed asynchronously)",
+               lambda: subprocess.run(["ip", "link", "show", f"{netns}-h"], capture_output=True).returncode != 0, 5)
 
 
 def test_fake_llm_crash_and_hang_without_systemd(tmp_path: Path) -> None:

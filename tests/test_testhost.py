@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
@@ -22,17 +21,9 @@ from probes.transport.runner import ProbeError
 from probes.transport.ssh import SshRunner
 from probes.watch.watcher import journal_argv
 from testhost import FIXTURES, TestHost
+from waiting import until
 
 DEADLINE_S = 10.0
-
-
-async def until(pred: Callable[[], object], what: str, deadline_s: float = DEADLINE_S) -> None:
-    """Poll ``pred()`` every 20 ms until true; fail with ``what`` after ``deadline_s`` seconds."""
-    end = time.monotonic() + deadline_s
-    while not pred():
-        if time.monotonic() > end:
-            pytest.fail(f"not within {deadline_s} s: {what}")
-        await asyncio.sleep(0.02)
 
 
 @pytest.fixture
@@ -88,10 +79,10 @@ async def test_journalctl_json_returns_the_seeded_entries_with_cursors(runner: S
 async def test_journalctl_follow_sees_an_appended_entry(runner: SshRunner, testhost: TestHost) -> None:
     follow = Collector(runner.stream(journal_argv("sglang.service", None, 100)))
     try:
-        await until(lambda: len(follow.lines) >= 5, "the 5 seeded entries")
+        await until("the 5 seeded entries", lambda: len(follow.lines) >= 5)
         mark = f"appended {uuid.uuid4().hex}"
         testhost.append_log_lines([mark], PRIORITY="3")
-        await until(lambda: len(follow.lines) >= 6, "the appended entry")
+        await until("the appended entry", lambda: len(follow.lines) >= 6)
         rec = json.loads(follow.lines[5])
         assert (rec["MESSAGE"], rec["PRIORITY"]) == (mark, "3")
     finally:
@@ -126,13 +117,13 @@ async def test_systemctl_verbs_and_sudo_are_logged(runner: SshRunner, testhost: 
 async def test_nvidia_smi_loop_streams_samples_and_rereads_the_file(runner: SshRunner, testhost: TestHost) -> None:
     gpus = Collector(runner.stream(gpu_probe.query_argv(loop_ms=200)))
     try:
-        await until(lambda: len(gpus.lines) >= 16, "two samples of 8 GPUs")
+        await until("two samples of 8 GPUs", lambda: len(gpus.lines) >= 16)
         samples = [gpu_probe.parse_query_line(line.decode()) for line in gpus.lines[:16]]
         assert [s.index for s in samples] == list(range(8)) * 2
         assert samples[7].mem_used_mib == 1536  # sample 0 of the loop fixture: the orphan on GPU 7
         testhost.set_gpus_from_fixture(sample=23)
         last = (FIXTURES / "nvidia-smi" / "query-gpu.h100x8-sglang-tp8.loop.csv").read_text().splitlines()[23 * 8]
-        await until(lambda: last.encode() in gpus.lines, "a sample with the new rows")
+        await until("a sample with the new rows", lambda: last.encode() in gpus.lines)
         assert gpus.error is None and not gpus.done
     finally:
         await gpus.close()
@@ -202,11 +193,11 @@ async def test_no_remote_process_is_left_after_close(testhost: TestHost) -> None
     r = testhost.runner()
     journal = Collector(r.stream(journal_argv("sglang.service", None, 10)))
     gpus = Collector(r.stream(gpu_probe.query_argv(loop_ms=200)))
-    await until(lambda: journal.lines and gpus.lines, "both streams produced output")
+    await until("both streams produced output", lambda: journal.lines and gpus.lines)
     cmds = " ".join(c for _, c in testhost.remote_processes())
     assert "/usr/bin/journalctl" in cmds and "nvidia-smi" in cmds
     await r.close()
-    await until(lambda: not testhost.remote_processes(), "no remote process after close()", 5.0)
+    await until("no remote process after close()", lambda: not testhost.remote_processes(), 5.0)
     await journal.close()
     await gpus.close()
 
@@ -214,11 +205,11 @@ async def test_no_remote_process_is_left_after_close(testhost: TestHost) -> None
 async def test_cut_connections_ends_a_stream_as_closed(runner: SshRunner, testhost: TestHost) -> None:
     follow = Collector(runner.stream(journal_argv("sglang.service", None, 10)))
     try:
-        await until(lambda: len(follow.lines) >= 5, "the seeded entries")
+        await until("the seeded entries", lambda: len(follow.lines) >= 5)
         assert testhost.cut_connections()
-        await until(lambda: follow.done, "the stream ended after the cut")
+        await until("the stream ended after the cut", lambda: follow.done)
         assert follow.error is not None and follow.error.kind == "closed"
-        await until(lambda: not testhost.remote_processes(), "the remote journalctl ended after the cut")
+        await until("the remote journalctl ended after the cut", lambda: not testhost.remote_processes())
         assert (await runner.run(["echo", "back"])).stdout == b"back\n"  # the listener stayed up
     finally:
         await follow.close()
@@ -239,14 +230,14 @@ async def test_host_watcher_sees_a_real_sglang_start(testhost: TestHost) -> None
     w.start()
     try:
         total = 5 + len(lines)
-        await until(lambda: w.state().log_count == total, f"all {total} journal entries")
-        await until(lambda: w.state().gpus is not None and len(w.state().gpus.gpus) == 8, "8 GPUs")
-        await until(lambda: w.state().unit_state is not None, "the unit probe")
-        await until(lambda: w.state().health is not None and w.state().health.rung == "serving",
-                    "health up to the serving rung (a one-token generation answered)")
+        await until(f"all {total} journal entries", lambda: w.state().log_count == total)
+        await until("8 GPUs", lambda: w.state().gpus is not None and len(w.state().gpus.gpus) == 8)
+        await until("the unit probe", lambda: w.state().unit_state is not None)
+        await until("health up to the serving rung (a one-token generation answered)",
+                    lambda: w.state().health is not None and w.state().health.rung == "serving")
         s = w.state()
         assert (s.engine, s.unit_state.active_state) == ("sglang", "active")
         assert not s.failures
     finally:
         await w.stop()
-    await until(lambda: not testhost.remote_processes(), "no remote process after stop()", 5.0)
+    await until("no remote process after stop()", lambda: not testhost.remote_processes(), 5.0)

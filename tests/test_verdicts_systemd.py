@@ -13,7 +13,8 @@ from probes.fold.verdict import verdict_for
 from probes.spec import HostSpec
 from probes.watch.watcher import HostWatcher
 from systemd_host import SystemdHost, llm_unit
-from test_systemd_host import OOM_LINE, until
+from test_systemd_host import OOM_LINE
+from waiting import until
 
 FAST = {"unit_interval_s": 0.2, "health_interval_s": 0.2, "gpu_interval_s": 0.5, "apps_interval_s": 0.5,
         "retry_s": 0.2}

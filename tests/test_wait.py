@@ -10,7 +10,8 @@ import pytest
 
 from probes.spec import HostSpec
 from systemd_host import SystemdHost, llm_unit
-from test_systemd_host import OOM_LINE, until
+from test_systemd_host import OOM_LINE
+from waiting import until
 from tui.config import Config
 from tui.duration import parse_duration
 from tui.wait import EXIT_FAILED, EXIT_LOOP, EXIT_READY, EXIT_TIMEOUT, EXIT_UNREACHABLE, run_wait

@@ -1,0 +1,84 @@
+"""The two test layers, and the guard that keeps them apart.
+
+``host``: a test that needs a real part of a machine: an OpenSSH server (tests/sshd.py,
+tests/testhost.py, tests/netns.py), a real systemd (tests/systemd_host.py), the real ``journalctl``
+on journal files, tmux, or an upwatch subprocess against such a host. Everything else is the fast
+layer: ``pytest -m "not host"``.
+
+A test is ``host`` when its fixture closure holds one of :data:`HOST_FIXTURES` (conftest.py marks
+it at collection) or when its module or the test itself says ``pytest.mark.host`` (a test that
+starts a host or runs a host program directly).
+
+The guard: while a test that is not ``host`` runs (setup, call and teardown), :meth:`Guard.audit`
+(a ``sys.addaudithook`` hook installed by conftest.py) refuses to start any of
+:data:`HOST_PROGRAMS` (``subprocess.Popen``, hence also asyncio's subprocesses): the spawn raises
+:class:`HostInFastLayer`, and conftest fails the test at teardown even when the code under test
+swallowed that exception. Not seen: a host program started by a shell (``sh -c 'tmux ...'``) or
+by a grandchild process.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+#: Fixtures that start a real host; a test using one (directly or through another fixture) is ``host``.
+HOST_FIXTURES = frozenset({
+    "testhost",      # conftest.py: tests/testhost.py on a real sshd
+    "netns_hosts",   # conftest.py: tests/netns.py
+    "systemd_host",  # conftest.py: tests/systemd_host.py
+    "sshd",          # test_ssh_runner.py, test_ssh_openssh.py: tests/sshd.py
+    "sha1_sshd",     # test_ssh_openssh.py
+    "second_host",   # test_hostile_text.py: a second tests/testhost.py
+})
+
+#: Programs (basename of ``argv[0]``) that only a ``host`` test may start.
+HOST_PROGRAMS = frozenset({
+    "sshd", "ssh", "ssh-keygen", "journalctl", "systemctl", "systemd", "systemd-journal-remote",
+    "systemd-run", "tmux", "unshare", "nsenter", "ip",
+})
+
+
+class HostInFastLayer(Exception):
+    """A test outside the ``host`` layer tried to start a host program; the message names both."""
+
+
+class Guard:
+    """Which test runs now and whether it may start host programs; what it tried anyway.
+
+    Attributes:
+        test: the node id of the running test that is *not* ``host``; None while a ``host`` test
+            runs or between tests (collection, session fixtures).
+        violations: ``"program (argv)"`` for each refused start, since the test began.
+    """
+
+    def __init__(self) -> None:
+        self.test: str | None = None
+        self.violations: list[str] = []
+
+    def begin(self, nodeid: str, host: bool) -> None:
+        """A test starts: ``host`` says whether it may start host programs."""
+        self.test = None if host else nodeid
+        self.violations = []
+
+    def end(self) -> None:
+        """The test ended (after its teardown)."""
+        self.test = None
+
+    def audit(self, event: str, args: tuple[Any, ...]) -> None:
+        """The ``sys.addaudithook`` hook: raises :class:`HostInFastLayer` for a
+        ``subprocess.Popen`` of a :data:`HOST_PROGRAMS` program while a fast test runs."""
+        if event != "subprocess.Popen" or self.test is None:
+            return
+        executable, argv = args[0], args[1]
+        first = argv[0] if isinstance(argv, (list, tuple)) and argv else (executable or argv)
+        words = os.path.basename(os.fsdecode(first)).split() if first else []
+        program = words[0] if words else ""
+        if program in HOST_PROGRAMS:
+            self.violations.append(f"{program} ({argv!r})")
+            raise HostInFastLayer(f"{self.test} is not marked host but starts {program}: give it a host "
+                                  "fixture or mark it pytest.mark.host (tests/layers.py)")
+
+
+#: The one guard of the test session (conftest.py drives it).
+GUARD = Guard()
