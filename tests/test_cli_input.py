@@ -161,7 +161,7 @@ def test_a_log_with_a_start_keeps_its_state() -> None:
 
 
 def test_none_is_documented() -> None:
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "scripting.md").read_text()  # replay --json's key table
     row = next(line for line in readme.splitlines() if line.startswith("| `state` |"))
     assert "`none`" in row and "NO SERVER START FOUND" in row
     assert "none" in upwatch("replay", "--help").stdout.decode()
