@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import string
 from dataclasses import dataclass, field
+from functools import cache
 
 #: Canonical phase ids, in the order a start goes through them (see DESIGN.md).
 PHASES: tuple[str, ...] = ("starting", "download", "weights", "init", "graph_capture", "warmup", "ready")
@@ -242,24 +243,11 @@ class Matcher:
 
     def __init__(self, rules: tuple[Rule, ...] | list[Rule]) -> None:
         self.rules = tuple(rules)
-        # key -> ((rule index, regex), ...). A rule "A|B|C" is tried, for a key, only through the
-        # branches holding that key: a branch that starts with a literal is a fast search in `re`,
-        # an alternation is not.
+        # key -> ((rule index, regex), ...), from each rule's rows (see _rule_entries).
         index: dict[bytes, list[tuple[int, re.Pattern[str]]]] = {}
         for i, rule in enumerate(self.rules):
-            branches = split_alternation(rule.pattern)
-            branch_words = [_literal_words(b) for b in branches] if len(branches) > 1 else []
-            # Split only when every branch holds one of the keys (else a line could match a branch
-            # that no key leads to) and there are no named groups to keep together.
-            split = (branch_words and "(?P" not in rule.pattern
-                     and all(any(k in w for k in rule.keys) for w in branch_words))
-            for key in rule.keys:
-                mine = [b for b, w in zip(branches, branch_words) if key in w]
-                if split and mine:
-                    for branch in mine:
-                        index.setdefault(key.encode(), []).append((i, re.compile(branch, rule.flags)))
-                else:
-                    index.setdefault(key.encode(), []).append((i, rule.rx))
+            for key, rx in _rule_entries(rule.pattern, rule.flags, rule.keys):
+                index.setdefault(key, []).append((i, rule.rx if rx is None else rx))
         self._index = {k: tuple(v) for k, v in index.items()}
         self._keys = frozenset(index)
 
@@ -288,10 +276,37 @@ class Matcher:
         return out
 
 
+@cache
+def _rule_entries(pattern: str, flags: int, keys: tuple[str, ...]) -> tuple[tuple[bytes, re.Pattern[str] | None], ...]:
+    """A rule's rows in a :class:`Matcher`'s index: ``(key, regex)``, None for the rule's own
+    ``rx``. Cached: every engine's matcher holds the shared rules, and an engine switch builds one.
+
+    A rule "A|B|C" is tried, for a key, only through the branches holding that key: a branch
+    that starts with a literal is a fast search in `re`, an alternation is not.
+    """
+    branches = split_alternation(pattern)
+    branch_words = [_literal_words(b) for b in branches] if len(branches) > 1 else []
+    # Split only when every branch holds one of the keys (else a line could match a branch
+    # that no key leads to) and there are no named groups to keep together.
+    split = (branch_words and "(?P" not in pattern
+             and all(any(k in w for k in keys) for w in branch_words))
+    out: list[tuple[bytes, re.Pattern[str] | None]] = []
+    for key in keys:
+        mine = [b for b, w in zip(branches, branch_words) if key in w]
+        if split and mine:
+            out += [(key.encode(), re.compile(branch, flags)) for branch in mine]
+        else:
+            out.append((key.encode(), None))
+    return tuple(out)
+
+
 def split_alternation(pattern: str) -> list[str]:
     """Split a regex at its top-level ``|`` (not inside groups or character classes)."""
+    if "|" not in pattern:
+        return [pattern]
     parts, depth, start, i, in_class = [], 0, 0, 0, False
-    while i < len(pattern):
+    n = len(pattern)
+    while i < n:
         c = pattern[i]
         if c == "\\":
             i += 2
