@@ -3,11 +3,13 @@ rules of the game (ranks, restarts, years, warnings) hold on small made-up seque
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from probes.engines import CAUSES, ENGINES, PHASES, _detect_only, frame_matcher_for, matcher_for
 from probes.engines import common
-from probes.engines.base import Rule, derive_keys
+from probes.engines.base import Matcher, Rule, derive_keys, literal_head
 from probes.reader import StartupReader
 
 ALL_RULES = [(None, r) for r in common.RULES] + [(name, r) for name, e in ENGINES.items() for r in e.rules]
@@ -37,6 +39,31 @@ def test_derived_keys_are_whole_literal_words() -> None:
     assert derive_keys(r"Python\.h: No such file or directory") == ("directory",)
     with pytest.raises(ValueError):
         derive_keys(r"\d+/\d+")
+
+
+def test_a_literal_head_is_text_every_match_begins_with() -> None:
+    assert literal_head(r"CUDA out of memory") == "CUDA out of memory"
+    assert literal_head(r"^Start(?:ed|ing) (?P<what>.+?)$") == "Start"
+    assert literal_head(r"Free memory on device .{0,200}? is") == "Free memory on device "
+    assert literal_head(r"Workers? died") == "Worker"
+    assert literal_head(r"abcde?f") == "abcd"
+    assert literal_head(r"\bserver ready") is None  # an escape first: no head
+    assert literal_head(r"foo bar|baz qux") is None  # either branch: no one text
+    assert literal_head(r"out of memory", re.IGNORECASE) is None  # any case: no fixed text
+    assert literal_head(r"abc") is None  # too short to be worth a test
+
+
+def test_the_literal_head_never_hides_a_match() -> None:
+    # A line without the head is skipped, not searched: every rule's example still matches, and
+    # a head in the middle of a line (after the key word) is found there.
+    rule = Rule(r"CUDA out of memory", cause="cuda_oom")
+    m = Matcher([rule])
+    assert [r for r, _ in m.match("torch.OutOfMemoryError: CUDA out of memory. Tried")] == [rule]
+    assert m.match("torch.OutOfMemoryError: cuda out of memory") == []
+    for engine, r in ALL_RULES:
+        if r.example and not r.frame and r.rx.search(r.example):
+            head = literal_head(r.pattern, r.flags)
+            assert head is None or head in r.example, r.pattern
 
 
 def test_alternation_without_keys_is_refused() -> None:

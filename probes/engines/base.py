@@ -243,11 +243,11 @@ class Matcher:
 
     def __init__(self, rules: tuple[Rule, ...] | list[Rule]) -> None:
         self.rules = tuple(rules)
-        # key -> ((rule index, regex), ...), from each rule's rows (see _rule_entries).
-        index: dict[bytes, list[tuple[int, re.Pattern[str]]]] = {}
+        # key -> ((rule index, regex, literal head), ...), from each rule's rows (see _rule_entries).
+        index: dict[bytes, list[tuple[int, re.Pattern[str], str | None]]] = {}
         for i, rule in enumerate(self.rules):
-            for key, rx in _rule_entries(rule.pattern, rule.flags, rule.keys):
-                index.setdefault(key, []).append((i, rule.rx if rx is None else rx))
+            for key, rx, head in _rule_entries(rule.pattern, rule.flags, rule.keys):
+                index.setdefault(key, []).append((i, rule.rx if rx is None else rx, head))
         self._index = {k: tuple(v) for k, v in index.items()}
         self._keys = frozenset(index)
 
@@ -266,9 +266,11 @@ class Matcher:
         out = []
         rules = self.rules
         last = -1
-        for i, rx in cands:
+        for i, rx, head in cands:
             if i == last:
                 continue  # this rule already matched through another branch
+            if head is not None and head not in msg:
+                continue  # the text every match begins with is not there
             m = rx.search(msg, 0, 8192)
             if m is not None:
                 out.append((rules[i], m))
@@ -277,9 +279,10 @@ class Matcher:
 
 
 @cache
-def _rule_entries(pattern: str, flags: int, keys: tuple[str, ...]) -> tuple[tuple[bytes, re.Pattern[str] | None], ...]:
-    """A rule's rows in a :class:`Matcher`'s index: ``(key, regex)``, None for the rule's own
-    ``rx``. Cached: every engine's matcher holds the shared rules, and an engine switch builds one.
+def _rule_entries(pattern: str, flags: int, keys: tuple[str, ...]
+                  ) -> tuple[tuple[bytes, re.Pattern[str] | None, str | None], ...]:
+    """A rule's rows in a :class:`Matcher`'s index: ``(key, regex, head)``, regex None for the
+    rule's own ``rx``, head its :func:`literal_head` (or None). Cached: every engine's matcher holds the shared rules, and an engine switch builds one.
 
     A rule "A|B|C" is tried, for a key, only through the branches holding that key: a branch
     that starts with a literal is a fast search in `re`, an alternation is not.
@@ -290,14 +293,37 @@ def _rule_entries(pattern: str, flags: int, keys: tuple[str, ...]) -> tuple[tupl
     # that no key leads to) and there are no named groups to keep together.
     split = (branch_words and "(?P" not in pattern
              and all(any(k in w for k in keys) for w in branch_words))
-    out: list[tuple[bytes, re.Pattern[str] | None]] = []
+    out: list[tuple[bytes, re.Pattern[str] | None, str | None]] = []
+    whole = literal_head(pattern, flags)
     for key in keys:
         mine = [b for b, w in zip(branches, branch_words) if key in w]
         if split and mine:
-            out += [(key.encode(), re.compile(branch, flags)) for branch in mine]
+            out += [(key.encode(), re.compile(branch, flags), literal_head(branch, flags)) for branch in mine]
         else:
-            out.append((key.encode(), None))
+            out.append((key.encode(), None, whole))
     return tuple(out)
+
+
+#: Characters that end a pattern's literal head (regex syntax).
+_SYNTAX = frozenset("\\.^$*+?{}[]|()")
+
+
+def literal_head(pattern: str, flags: int = 0) -> str | None:
+    """The literal text a pattern begins with (after a leading ``^``), which every match holds:
+    ``"CUDA out of memory"`` for ``CUDA out of memory``, ``"Start"`` for ``^Start(?:ed|ing) ``;
+    None when it is shorter than 4 characters, the pattern has a top-level ``|`` or flags (a
+    case-insensitive match holds no fixed text). A line without it cannot match: the matcher
+    skips the search (a substring test costs a fraction of a regex call)."""
+    if flags or len(split_alternation(pattern)) > 1:
+        return None
+    i = 1 if pattern.startswith("^") else 0
+    j = i
+    while j < len(pattern) and pattern[j] not in _SYNTAX:
+        j += 1
+    if j < len(pattern) and pattern[j] in "*?{":
+        j -= 1  # the character before an optional quantifier may be absent
+    head = pattern[i:j]
+    return head if len(head) >= 4 else None
 
 
 def split_alternation(pattern: str) -> list[str]:
