@@ -41,7 +41,9 @@ _STARTING, _DOWNLOAD, _WARMUP, _READY = (PHASE_INDEX[p] for p in ("starting", "d
 _LAST_FRAME_PHASE = PHASE_INDEX["graph_capture"]
 
 # "12/345 [", "3.2G/9.9G [" : a tqdm counter with its bracketed timing.
-_BAR_RE = re.compile(r"(?<![\d.])(\d{1,15}(?:\.\d{1,6})?)([kMGT]?)(?:i?B)?/(\d{1,15}(?:\.\d{1,6})?)([kMGT]?)(?:i?B)? \[")
+# The first digit comes before the look-behind (the same test: no digit or dot before the number) so
+# that `re` skips ahead to digits instead of trying the look-behind at every position.
+_BAR_RE = re.compile(r"(\d(?<![\d.]\d)\d{0,14}(?:\.\d{1,6})?)([kMGT]?)(?:i?B)?/(\d{1,15}(?:\.\d{1,6})?)([kMGT]?)(?:i?B)? \[")
 #: Identifiers of the host's own lines: they end starts and explain failures, but never begin a start.
 _HOST_IDENTS = frozenset({"systemd", "kernel"})
 # "user@host:~$ vllm serve ...", "(venv) root@gpu:/app# ", "$ journalctl -u x": a shell prompt.
@@ -52,7 +54,7 @@ _BARE_SYSTEMD_RE = re.compile(r"(?:Started|Starting|Stopped|Stopping|Failed to s
 _UNIT_MSG_RE = re.compile(r"[\w@.:\\-]+\.(?:service|scope|socket|mount|target): ")
 _LEADING_NUMBER_RE = re.compile(r"(\d{1,9})[:-](?:\S| )")
 _FRAME_RE = re.compile(r'\s*>? ?File "[^"]*", line \d+')
-_PERCENT_RE = re.compile(r"\d%")
+_PERCENT_RE = re.compile(r"%(?<=\d%)")  # a digit and "%"; begins with the literal, a fast scan in `re`
 # A request answered (Uvicorn's access line, llama-server's request log): the server is serving.
 _SERVED_RE = re.compile(r'"(?:GET|POST) /\S* HTTP/[\d.]+" 2\d\d\b|request: (?:GET|POST) /\S+ \S+ 2\d\d\b|'
                         r'all slots are idle')
