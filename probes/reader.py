@@ -586,7 +586,7 @@ class StartupReader:
                     self._note_number(text)
                 ln = parse(lineno, text, numbered=self._numbered)
                 if ln.service is None and self._last_service is None and not self._json and not ln.numbered \
-                        and not text.startswith("{", ln.wrap_end):
+                        and ("{" not in text or not text.startswith("{", ln.wrap_end)):
                     self._plain(ln, False)  # the common case: no service to route to, no JSON record
                 else:
                     self._line(ln, False)
@@ -721,7 +721,8 @@ class StartupReader:
     def _plain(self, ln: Line, systemd: bool) -> None:
         """Stages 2 to 4 for one logical line."""
         msg = ln.msg
-        if len(msg) < 24 and _ELISION_RE.match(msg):
+        # Every elision holds ".", "…" or the "p" of "snip": most short lines need no regex call.
+        if len(msg) < 24 and ("." in msg or "…" in msg or "p" in msg or "P" in msg) and _ELISION_RE.match(msg):
             return  # "...", "[...]": where whoever pasted the log left lines out
         st = ln.stamp
         if st is not None:  # the year of the nearest full date, and the last timestamped line
@@ -732,12 +733,12 @@ class StartupReader:
                         mk.next = self._year_prev
                     self._await_next.clear()
             self._last_stamp = (ln.lineno, st, self._year_prev)
-        if msg.startswith("░░"):
+        if "░" in msg and msg.startswith("░░"):
             return  # `journalctl -x` catalog text explaining the line above
         if (self._tb is None and not self._benign and not self._after_frame and "Traceback" not in msg
                 and msg.find('File "', 0, 80) < 0):
             # The common case, at the cost of a look: a line that is no part of a traceback.
-            self._thread_exc = msg.startswith(_THREAD_EXC)
+            self._thread_exc = "Exception" in msg and msg.startswith(_THREAD_EXC)
             if ln.prefixed:
                 self._prev_line = ln
                 ctx = _CTX_OF_LEVEL.get(ln.level, _CTX_PLAIN)
