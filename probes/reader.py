@@ -577,9 +577,12 @@ class StartupReader:
     def feed_bytes(self, raw: bytes, lineno: int | None = None) -> None:
         """Feed one physical line as bytes (invalid UTF-8 is replaced, never fatal)."""
         text = raw.decode("utf-8", "replace")
-        if (text.isprintable() and "/s]" not in text and "/s," not in text and "s/it" not in text
-                and len(text) <= MAX_LINE_CHARS):
-            # The common case: one plain line, no escape codes, \r frames, control characters or bars.
+        if text.isprintable() and len(text) <= MAX_LINE_CHARS and (
+                "/" not in text or ("/s]" not in text and "/s," not in text and "s/it" not in text)
+                or ("it/s" not in text and "s/it" not in text and "B/s" not in text)):
+            # The common case: one plain line, no escape codes, \r frames, control characters or bars
+            # (the last test is frames()' own for a bar glued to a line: a vLLM stats line's
+            # "tokens/s," is none).
             self.lines = lineno = self.lines + 1 if lineno is None else lineno
             if text:
                 if not self._numbered and text[0].isdigit():
@@ -1184,7 +1187,7 @@ class StartupReader:
 
     def _bar(self, start: _Start, ln: Line) -> None:
         msg = ln.msg
-        c = _BAR_RE.search(msg, 0, 4096)
+        c = _BAR_RE.search(msg, 0, 4096) if " [" in msg else None  # "n/N [" holds " ["
         if c is None and _PERCENT_RE.search(msg, 0, 300) is None:
             return  # a rate in a message ("12 it/s"), not a bar
         # The label is what comes before the bar itself ("Loading safetensors checkpoint shards:
