@@ -1193,9 +1193,10 @@ class StartupReader:
         # The label is what comes before the bar itself ("Loading safetensors checkpoint shards:
         # 50% Completed ", "config.json: 100%"); short, so only the start of the line is looked at.
         label = msg[:200].split("|", 1)[0]
+        low = label.lower() if label.isascii() else None
         phase = None
         for bar in self._bars:
-            if bar.rx.search(label):
+            if bar.search(label, low):
                 phase = bar.phase
                 break
         if phase is not None:

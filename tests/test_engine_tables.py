@@ -9,7 +9,7 @@ import pytest
 
 from probes.engines import CAUSES, ENGINES, PHASES, _detect_only, frame_matcher_for, matcher_for
 from probes.engines import common
-from probes.engines.base import Matcher, Rule, derive_keys, literal_head
+from probes.engines.base import BarLabel, Matcher, Rule, derive_keys, literal_head
 from probes.reader import StartupReader
 
 ALL_RULES = [(None, r) for r in common.RULES] + [(name, r) for name, e in ENGINES.items() for r in e.rules]
@@ -64,6 +64,19 @@ def test_the_literal_head_never_hides_a_match() -> None:
         if r.example and not r.frame and r.rx.search(r.example):
             head = literal_head(r.pattern, r.flags)
             assert head is None or head in r.example, r.pattern
+
+
+def test_a_bar_label_answers_as_its_regex_does() -> None:
+    bar = BarLabel(r"checkpoint shards|load(?:ing)? model weights", "weights")
+    assert bar.heads == ("checkpoint shards", "load")
+    for label in ("Loading safetensors checkpoint shards:  50% Completed ", "LOADING MODEL WEIGHTS: 3%",
+                  "Engine 000: Avg prompt throughput: 0.0 tokens/s, GPU KV cache usage: 0.0%",
+                  "ſafetensors checkpoint ſhards: 1%",  # non-ASCII: case folding is left to re
+                  "checkpoint ſhards 5%", "load model weights", "lo ad"):
+        low = label.lower() if label.isascii() else None
+        assert bar.search(label, low) == (bar.rx.search(label) is not None), label
+    assert BarLabel(r"^\s*downloading|\.json", "download").heads is None  # a branch with no head
+    assert BarLabel(r"Loading weights", "weights", flags=0).heads is None  # case-sensitive: no lower copy
 
 
 def test_alternation_without_keys_is_refused() -> None:

@@ -195,9 +195,31 @@ class BarLabel:
     phase: str
     flags: int = re.IGNORECASE
     rx: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    #: Lower-case text one of which every match holds (each branch's :func:`literal_head`), or None.
+    heads: tuple[str, ...] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rx", re.compile(self.pattern, self.flags))
+        heads = None
+        if self.flags == re.IGNORECASE:
+            found = [literal_head(b) for b in split_alternation(self.pattern)]
+            if all(h is not None and h.isascii() for h in found):
+                heads = tuple(dict.fromkeys(h.lower() for h in found if h is not None))
+        object.__setattr__(self, "heads", heads)
+
+    def search(self, label: str, low: str | None) -> bool:
+        """Whether ``label`` matches. ``low`` is ``label.lower()`` when ``label`` is ASCII, else
+        None: an ASCII text matches a case-insensitive ASCII literal only where its lower-case
+        copy holds the literal's, so a label without any head is not searched (a vLLM stats
+        line's 200 characters cost ~10 us a pattern)."""
+        heads = self.heads
+        if heads is not None and low is not None:
+            for head in heads:
+                if head in low:
+                    break
+            else:
+                return False
+        return self.rx.search(label) is not None
 
 
 @dataclass(frozen=True)
