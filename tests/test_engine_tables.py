@@ -47,7 +47,13 @@ def test_a_literal_head_is_text_every_match_begins_with() -> None:
     assert literal_head(r"Free memory on device .{0,200}? is") == "Free memory on device "
     assert literal_head(r"Workers? died") == "Worker"
     assert literal_head(r"abcde?f") == "abcd"
-    assert literal_head(r"\bserver ready") is None  # an escape first: no head
+    assert literal_head(r"\bserver (?:is )?ready") == "server "  # a boundary or spaces first: skipped
+    assert literal_head(r"^\s*Downloading \S") == "Downloading "
+    assert literal_head(r"\s*?abcd") is None
+    assert literal_head(r"Python\.h: No such") == "Python.h: No such"  # escaped punctuation is itself
+    assert literal_head(r"ab\1cdef") is None  # a back-reference ends it
+    assert literal_head(r"abcd\.?e") == "abcd"
+    assert literal_head(r"\.(?<=x)json") is None and literal_head(r"\.(?<=x)json", shortest=1) == "."
     assert literal_head(r"foo bar|baz qux") is None  # either branch: no one text
     assert literal_head(r"out of memory", re.IGNORECASE) is None  # any case: no fixed text
     assert literal_head(r"abc") is None  # too short to be worth a test
@@ -75,7 +81,8 @@ def test_a_bar_label_answers_as_its_regex_does() -> None:
                   "checkpoint ſhards 5%", "load model weights", "lo ad"):
         low = label.lower() if label.isascii() else None
         assert bar.search(label, low) == (bar.rx.search(label) is not None), label
-    assert BarLabel(r"^\s*downloading|\.json", "download").heads is None  # a branch with no head
+    assert BarLabel(r"^\s*downloading|\.json", "download").heads == ("downloading", ".json")
+    assert BarLabel(r"downloading|\d+ files", "download").heads is None  # a branch with no head
     assert BarLabel(r"Loading weights", "weights", flags=0).heads is None  # case-sensitive: no lower copy
 
 

@@ -202,7 +202,7 @@ class BarLabel:
         object.__setattr__(self, "rx", re.compile(self.pattern, self.flags))
         heads = None
         if self.flags == re.IGNORECASE:
-            found = [literal_head(b) for b in split_alternation(self.pattern)]
+            found = [literal_head(b, shortest=1) for b in split_alternation(self.pattern)]
             if all(h is not None and h.isascii() for h in found):
                 heads = tuple(dict.fromkeys(h.lower() for h in found if h is not None))
         object.__setattr__(self, "heads", heads)
@@ -330,22 +330,38 @@ def _rule_entries(pattern: str, flags: int, keys: tuple[str, ...]
 _SYNTAX = frozenset("\\.^$*+?{}[]|()")
 
 
-def literal_head(pattern: str, flags: int = 0) -> str | None:
-    """The literal text a pattern begins with (after a leading ``^``), which every match holds:
-    ``"CUDA out of memory"`` for ``CUDA out of memory``, ``"Start"`` for ``^Start(?:ed|ing) ``;
-    None when it is shorter than 4 characters, the pattern has a top-level ``|`` or flags (a
-    case-insensitive match holds no fixed text). A line without it cannot match: the matcher
-    skips the search (a substring test costs a fraction of a regex call)."""
+def literal_head(pattern: str, flags: int = 0, shortest: int = 4) -> str | None:
+    """The literal text a pattern begins with (after a leading ``^``, ``\\b``, ``\\s*`` or
+    ``\\s+``), which every match holds: ``"CUDA out of memory"`` for ``CUDA out of memory``,
+    ``"Start"`` for ``^Start(?:ed|ing) ``; None when it is shorter than ``shortest`` characters,
+    the pattern has a top-level ``|`` or flags (a case-insensitive match holds no fixed text). A
+    line without it cannot match: the matcher skips the search (a substring test costs a fraction
+    of a regex call)."""
     if flags or len(split_alternation(pattern)) > 1:
         return None
     i = 1 if pattern.startswith("^") else 0
-    j = i
-    while j < len(pattern) and pattern[j] not in _SYNTAX:
-        j += 1
-    if j < len(pattern) and pattern[j] in "*?{":
-        j -= 1  # the character before an optional quantifier may be absent
-    head = pattern[i:j]
-    return head if len(head) >= 4 else None
+    while pattern.startswith(_ZERO_OR_SPACE, i):
+        i += 2 if pattern.startswith("\\b", i) else 3
+    chars: list[str] = []
+    n = len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\" and pattern[i + 1:i + 2].isascii() and pattern[i + 1:i + 2] and not pattern[i + 1].isalnum():
+            lit, step = pattern[i + 1], 2  # escaped punctuation ("\\.", "\\(") is itself
+        elif ch in _SYNTAX:
+            break
+        else:
+            lit, step = ch, 1
+        if pattern[i + step:i + step + 1] in ("*", "?", "{"):
+            break  # a quantifier that allows none (or may) follows: the character may be absent
+        chars.append(lit)
+        i += step
+    head = "".join(chars)
+    return head if len(head) >= max(shortest, 1) else None
+
+
+#: What may come before a pattern's literal head: a word boundary, spaces (none or some).
+_ZERO_OR_SPACE = ("\\b", "\\s*", "\\s+")
 
 
 def split_alternation(pattern: str) -> list[str]:
