@@ -265,11 +265,16 @@ class Matcher:
 
     def __init__(self, rules: tuple[Rule, ...] | list[Rule]) -> None:
         self.rules = tuple(rules)
-        # key -> ((rule index, regex, literal head), ...), from each rule's rows (see _rule_entries).
-        index: dict[bytes, list[tuple[int, re.Pattern[str], str | None]]] = {}
+        # key -> ((row id, rule index, regex, literal head), ...), from each rule's rows (see
+        # _rule_entries). A row id names one regex of one rule (the same under each of its keys),
+        # in table order: a line with several keys sorts and dedupes its rows by it, never
+        # hashing a Pattern (which hashes its whole code, every time).
+        index: dict[bytes, list[tuple[int, int, re.Pattern[str], str | None]]] = {}
+        ids: dict[tuple[int, str | None], int] = {}
         for i, rule in enumerate(self.rules):
             for key, rx, head in _rule_entries(rule.pattern, rule.flags, rule.keys):
-                index.setdefault(key, []).append((i, rule.rx if rx is None else rx, head))
+                row = ids.setdefault((i, None if rx is None else rx.pattern), len(ids))
+                index.setdefault(key, []).append((row, i, rule.rx if rx is None else rx, head))
         self._index = {k: tuple(v) for k, v in index.items()}
         self._keys = frozenset(index)
 
@@ -281,14 +286,16 @@ class Matcher:
             return _NO_HITS
         hits = keys.intersection(words)
         index = self._index
+        cands: tuple[tuple[int, int, re.Pattern[str], str | None], ...] | list[
+            tuple[int, int, re.Pattern[str], str | None]]
         if len(hits) == 1:
             cands = index[next(iter(hits))]
         else:
-            cands = sorted({c for k in hits for c in index[k]}, key=lambda c: c[0])
+            cands = sorted({c[0]: c for k in hits for c in index[k]}.values())
         out = []
         rules = self.rules
         last = -1
-        for i, rx, head in cands:
+        for _, i, rx, head in cands:
             if i == last:
                 continue  # this rule already matched through another branch
             if head is not None and head not in msg:
