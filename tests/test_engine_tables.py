@@ -3,12 +3,14 @@ rules of the game (ranks, restarts, years, warnings) hold on small made-up seque
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from probes.data.vocab import CAUSES, PHASES
 from probes.logs.engines import ENGINES, _detect_only, frame_matcher_for, matcher_for
 from probes.logs.engines import common
-from probes.logs.engines.base import Rule, derive_keys
+from probes.logs.engines.base import BarLabel, Matcher, Rule, derive_keys, literal_head
 from probes.logs.reader import StartupReader
 
 ALL_RULES = [(None, r) for r in common.RULES] + [(name, r) for name, e in ENGINES.items() for r in e.rules]
@@ -38,6 +40,51 @@ def test_derived_keys_are_whole_literal_words() -> None:
     assert derive_keys(r"Python\.h: No such file or directory") == ("directory",)
     with pytest.raises(ValueError):
         derive_keys(r"\d+/\d+")
+
+
+def test_a_literal_head_is_text_every_match_begins_with() -> None:
+    assert literal_head(r"CUDA out of memory") == "CUDA out of memory"
+    assert literal_head(r"^Start(?:ed|ing) (?P<what>.+?)$") == "Start"
+    assert literal_head(r"Free memory on device .{0,200}? is") == "Free memory on device "
+    assert literal_head(r"Workers? died") == "Worker"
+    assert literal_head(r"abcde?f") == "abcd"
+    assert literal_head(r"\bserver (?:is )?ready") == "server "  # a boundary or spaces first: skipped
+    assert literal_head(r"^\s*Downloading \S") == "Downloading "
+    assert literal_head(r"\s*?abcd") is None
+    assert literal_head(r"Python\.h: No such") == "Python.h: No such"  # escaped punctuation is itself
+    assert literal_head(r"ab\1cdef") is None  # a back-reference ends it
+    assert literal_head(r"abcd\.?e") == "abcd"
+    assert literal_head(r"\.(?<=x)json") is None and literal_head(r"\.(?<=x)json", shortest=1) == "."
+    assert literal_head(r"foo bar|baz qux") is None  # either branch: no one text
+    assert literal_head(r"out of memory", re.IGNORECASE) is None  # any case: no fixed text
+    assert literal_head(r"abc") is None  # too short to be worth a test
+
+
+def test_the_literal_head_never_hides_a_match() -> None:
+    # A line without the head is skipped, not searched: every rule's example still matches, and
+    # a head in the middle of a line (after the key word) is found there.
+    rule = Rule(r"CUDA out of memory", cause="cuda_oom")
+    m = Matcher([rule])
+    assert [r for r, _ in m.match("torch.OutOfMemoryError: CUDA out of memory. Tried")] == [rule]
+    assert m.match("torch.OutOfMemoryError: cuda out of memory") == []
+    for engine, r in ALL_RULES:
+        if r.example and not r.frame and r.rx.search(r.example):
+            head = literal_head(r.pattern, r.flags)
+            assert head is None or head in r.example, r.pattern
+
+
+def test_a_bar_label_answers_as_its_regex_does() -> None:
+    bar = BarLabel(r"checkpoint shards|load(?:ing)? model weights", "weights")
+    assert bar.heads == ("checkpoint shards", "load")
+    for label in ("Loading safetensors checkpoint shards:  50% Completed ", "LOADING MODEL WEIGHTS: 3%",
+                  "Engine 000: Avg prompt throughput: 0.0 tokens/s, GPU KV cache usage: 0.0%",
+                  "ſafetensors checkpoint ſhards: 1%",  # non-ASCII: case folding is left to re
+                  "checkpoint ſhards 5%", "load model weights", "lo ad"):
+        low = label.lower() if label.isascii() else None
+        assert bar.search(label, low) == (bar.rx.search(label) is not None), label
+    assert BarLabel(r"^\s*downloading|\.json", "download").heads == ("downloading", ".json")
+    assert BarLabel(r"downloading|\d+ files", "download").heads is None  # a branch with no head
+    assert BarLabel(r"Loading weights", "weights", flags=0).heads is None  # case-sensitive: no lower copy
 
 
 def test_alternation_without_keys_is_refused() -> None:

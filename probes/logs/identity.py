@@ -50,6 +50,10 @@ _VLLM_LOAD_RE = re.compile(r"Starting to load model (?P<m>\S*?[^.\s])(?:\.\.\.)?
 _TGI_RE = re.compile(r'^\s*model_id: "(?P<m>[^"]*)",\s*$')
 _TRTLLM_RE = re.compile(r"Starting trtllm-serve for model (?P<m>\S+)")
 _LLAMACPP_RE = re.compile(r"load_model: loading model '(?P<m>[^']*)'")
+#: The lines that name the model only, each with text every match of it holds, in order.
+_MODEL_LINES = ((" with config: model='", _VLLM_CONFIG_RE), ("Starting to load model ", _VLLM_LOAD_RE),
+                ('model_id: "', _TGI_RE), ("Starting trtllm-serve for model ", _TRTLLM_RE),
+                ("load_model: loading model '", _LLAMACPP_RE))
 
 
 def args_hash(dump: str) -> str:
@@ -89,7 +93,9 @@ def identify(text: str) -> Identity | None:
             args = m.group("args")
             mm = _VLLM_NAMESPACE_MODEL_RE.search(args)
             return Identity(mm.group("m") if mm else None, args_hash(args))
-    for pattern in (_VLLM_CONFIG_RE, _VLLM_LOAD_RE, _TGI_RE, _TRTLLM_RE, _LLAMACPP_RE):
+    for needle, pattern in _MODEL_LINES:
+        if needle not in text:
+            continue  # text every match holds: most lines are ruled out without a regex call
         m = pattern.search(text)
         if m is not None and m.group("m"):
             return Identity(m.group("m"))

@@ -250,7 +250,7 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
             s = s[m.end():]
             c = s[:1]
             grep_n = True
-    elif c == " ":
+    elif c == " " and "| " in s:  # a gutter holds "| " (a traceback's indented lines do not)
         m = _GUTTER_RE.match(s)
         if m:
             s = s[m.end():]

@@ -43,7 +43,9 @@ _STARTING, _DOWNLOAD, _WARMUP, _READY = (PHASE_INDEX[p] for p in ("starting", "d
 _LAST_FRAME_PHASE = PHASE_INDEX["graph_capture"]
 
 # "12/345 [", "3.2G/9.9G [" : a tqdm counter with its bracketed timing.
-_BAR_RE = re.compile(r"(?<![\d.])(\d{1,15}(?:\.\d{1,6})?)([kMGT]?)(?:i?B)?/(\d{1,15}(?:\.\d{1,6})?)([kMGT]?)(?:i?B)? \[")
+# The first digit comes before the look-behind (the same test: no digit or dot before the number) so
+# that `re` skips ahead to digits instead of trying the look-behind at every position.
+_BAR_RE = re.compile(r"(\d(?<![\d.]\d)\d{0,14}(?:\.\d{1,6})?)([kMGT]?)(?:i?B)?/(\d{1,15}(?:\.\d{1,6})?)([kMGT]?)(?:i?B)? \[")
 #: Identifiers of the host's own lines: they end starts and explain failures, but never begin a start.
 _HOST_IDENTS = frozenset({"systemd", "kernel"})
 # "user@host:~$ vllm serve ...", "(venv) root@gpu:/app# ", "$ journalctl -u x": a shell prompt.
@@ -54,7 +56,7 @@ _BARE_SYSTEMD_RE = re.compile(r"(?:Started|Starting|Stopped|Stopping|Failed to s
 _UNIT_MSG_RE = re.compile(r"[\w@.:\\-]+\.(?:service|scope|socket|mount|target): ")
 _LEADING_NUMBER_RE = re.compile(r"(\d{1,9})[:-](?:\S| )")
 _FRAME_RE = re.compile(r'\s*>? ?File "[^"]*", line \d+')
-_PERCENT_RE = re.compile(r"\d%")
+_PERCENT_RE = re.compile(r"%(?<=\d%)")  # a digit and "%"; begins with the literal, a fast scan in `re`
 # A request answered (Uvicorn's access line, llama-server's request log): the server is serving.
 _SERVED_RE = re.compile(r'"(?:GET|POST) /\S* HTTP/[\d.]+" 2\d\d\b|request: (?:GET|POST) /\S+ \S+ 2\d\d\b|'
                         r'all slots are idle')
@@ -412,16 +414,19 @@ class StartupReader:
     def feed_bytes(self, raw: bytes, lineno: int | None = None) -> None:
         """Feed one physical line as bytes (invalid UTF-8 is replaced, never fatal)."""
         text = raw.decode("utf-8", "replace")
-        if (text.isprintable() and "/s]" not in text and "/s," not in text and "s/it" not in text
-                and len(text) <= MAX_LINE_CHARS):
-            # The common case: one plain line, no escape codes, \r frames, control characters or bars.
+        if text.isprintable() and len(text) <= MAX_LINE_CHARS and (
+                "/" not in text or ("/s]" not in text and "/s," not in text and "s/it" not in text)
+                or ("it/s" not in text and "s/it" not in text and "B/s" not in text)):
+            # The common case: one plain line, no escape codes, \r frames, control characters or bars
+            # (the last test is frames()' own for a bar glued to a line: a vLLM stats line's
+            # "tokens/s," is none).
             self.lines = lineno = self.lines + 1 if lineno is None else lineno
             if text:
                 if not self._numbered and text[0].isdigit():
                     self._note_number(text)
                 ln = parse(lineno, text, numbered=self._numbered)
                 if ln.service is None and self._last_service is None and not self._json and not ln.numbered \
-                        and not text.startswith("{", ln.wrap_end):
+                        and ("{" not in text or not text.startswith("{", ln.wrap_end)):
                     self._plain(ln, False)  # the common case: no service to route to, no JSON record
                 else:
                     self._line(ln, False)
@@ -556,7 +561,8 @@ class StartupReader:
     def _plain(self, ln: Line, systemd: bool) -> None:
         """Stages 2 to 4 for one logical line."""
         msg = ln.msg
-        if len(msg) < 24 and _ELISION_RE.match(msg):
+        # Every elision holds ".", "…" or the "p" of "snip": most short lines need no regex call.
+        if len(msg) < 24 and ("." in msg or "…" in msg or "p" in msg or "P" in msg) and _ELISION_RE.match(msg):
             return  # "...", "[...]": where whoever pasted the log left lines out
         st = ln.stamp
         if st is not None:  # the year of the nearest full date, and the last timestamped line
@@ -567,12 +573,12 @@ class StartupReader:
                         mk.next = self._year_prev
                     self._await_next.clear()
             self._last_stamp = (ln.lineno, st, self._year_prev)
-        if msg.startswith("░░"):
+        if "░" in msg and msg.startswith("░░"):
             return  # `journalctl -x` catalog text explaining the line above
         if (self._tb is None and not self._benign and not self._after_frame and "Traceback" not in msg
                 and msg.find('File "', 0, 80) < 0):
             # The common case, at the cost of a look: a line that is no part of a traceback.
-            self._thread_exc = msg.startswith(_THREAD_EXC)
+            self._thread_exc = "Exception" in msg and msg.startswith(_THREAD_EXC)
             if ln.prefixed:
                 self._prev_line = ln
                 ctx = _CTX_OF_LEVEL.get(ln.level, _CTX_PLAIN)
@@ -1018,15 +1024,16 @@ class StartupReader:
 
     def _bar(self, start: _Start, ln: Line) -> None:
         msg = ln.msg
-        c = _BAR_RE.search(msg, 0, 4096)
+        c = _BAR_RE.search(msg, 0, 4096) if " [" in msg else None  # "n/N [" holds " ["
         if c is None and _PERCENT_RE.search(msg, 0, 300) is None:
             return  # a rate in a message ("12 it/s"), not a bar
         # The label is what comes before the bar itself ("Loading safetensors checkpoint shards:
         # 50% Completed ", "config.json: 100%"); short, so only the start of the line is looked at.
         label = msg[:200].split("|", 1)[0]
+        low = label.lower() if label.isascii() else None
         phase = None
         for bar in self._bars:
-            if bar.rx.search(label):
+            if bar.search(label, low):
                 phase = bar.phase
                 break
         if phase is not None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import string
 from dataclasses import dataclass, field
+from functools import cache
 
 from probes.data.vocab import CAUSE_STRENGTH, PHASE_INDEX
 
@@ -130,9 +131,31 @@ class BarLabel:
     phase: str
     flags: int = re.IGNORECASE
     rx: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    #: Lower-case text one of which every match holds (each branch's :func:`literal_head`), or None.
+    heads: tuple[str, ...] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rx", re.compile(self.pattern, self.flags))
+        heads = None
+        if self.flags == re.IGNORECASE:
+            found = [literal_head(b, shortest=1) for b in split_alternation(self.pattern)]
+            if all(h is not None and h.isascii() for h in found):
+                heads = tuple(dict.fromkeys(h.lower() for h in found if h is not None))
+        object.__setattr__(self, "heads", heads)
+
+    def search(self, label: str, low: str | None) -> bool:
+        """Whether ``label`` matches. ``low`` is ``label.lower()`` when ``label`` is ASCII, else
+        None: an ASCII text matches a case-insensitive ASCII literal only where its lower-case
+        copy holds the literal's, so a label without any head is not searched (a vLLM stats
+        line's 200 characters cost ~10 us a pattern)."""
+        heads = self.heads
+        if heads is not None and low is not None:
+            for head in heads:
+                if head in low:
+                    break
+            else:
+                return False
+        return self.rx.search(label) is not None
 
 
 @dataclass(frozen=True)
@@ -178,24 +201,16 @@ class Matcher:
 
     def __init__(self, rules: tuple[Rule, ...] | list[Rule]) -> None:
         self.rules = tuple(rules)
-        # key -> ((rule index, regex), ...). A rule "A|B|C" is tried, for a key, only through the
-        # branches holding that key: a branch that starts with a literal is a fast search in `re`,
-        # an alternation is not.
-        index: dict[bytes, list[tuple[int, re.Pattern[str]]]] = {}
+        # key -> ((row id, rule index, regex, literal head), ...), from each rule's rows (see
+        # _rule_entries). A row id names one regex of one rule (the same under each of its keys),
+        # in table order: a line with several keys sorts and dedupes its rows by it, never
+        # hashing a Pattern (which hashes its whole code, every time).
+        index: dict[bytes, list[tuple[int, int, re.Pattern[str], str | None]]] = {}
+        ids: dict[tuple[int, str | None], int] = {}
         for i, rule in enumerate(self.rules):
-            branches = split_alternation(rule.pattern)
-            branch_words = [_literal_words(b) for b in branches] if len(branches) > 1 else []
-            # Split only when every branch holds one of the keys (else a line could match a branch
-            # that no key leads to) and there are no named groups to keep together.
-            split = (branch_words and "(?P" not in rule.pattern
-                     and all(any(k in w for k in rule.keys) for w in branch_words))
-            for key in rule.keys:
-                mine = [b for b, w in zip(branches, branch_words) if key in w]
-                if split and mine:
-                    for branch in mine:
-                        index.setdefault(key.encode(), []).append((i, re.compile(branch, rule.flags)))
-                else:
-                    index.setdefault(key.encode(), []).append((i, rule.rx))
+            for key, rx, head in _rule_entries(rule.pattern, rule.flags, rule.keys):
+                row = ids.setdefault((i, None if rx is None else rx.pattern), len(ids))
+                index.setdefault(key, []).append((row, i, rule.rx if rx is None else rx, head))
         self._index = {k: tuple(v) for k, v in index.items()}
         self._keys = frozenset(index)
 
@@ -207,16 +222,20 @@ class Matcher:
             return _NO_HITS
         hits = keys.intersection(words)
         index = self._index
+        cands: tuple[tuple[int, int, re.Pattern[str], str | None], ...] | list[
+            tuple[int, int, re.Pattern[str], str | None]]
         if len(hits) == 1:
             cands = index[next(iter(hits))]
         else:
-            cands = sorted({c for k in hits for c in index[k]}, key=lambda c: c[0])
+            cands = sorted({c[0]: c for k in hits for c in index[k]}.values())
         out = []
         rules = self.rules
         last = -1
-        for i, rx in cands:
+        for _, i, rx, head in cands:
             if i == last:
                 continue  # this rule already matched through another branch
+            if head is not None and head not in msg:
+                continue  # the text every match begins with is not there
             m = rx.search(msg, 0, 8192)
             if m is not None:
                 out.append((rules[i], m))
@@ -224,10 +243,77 @@ class Matcher:
         return out
 
 
+@cache
+def _rule_entries(pattern: str, flags: int, keys: tuple[str, ...]
+                  ) -> tuple[tuple[bytes, re.Pattern[str] | None, str | None], ...]:
+    """A rule's rows in a :class:`Matcher`'s index: ``(key, regex, head)``, regex None for the
+    rule's own ``rx``, head its :func:`literal_head` (or None). Cached: every engine's matcher holds the shared rules, and an engine switch builds one.
+
+    A rule "A|B|C" is tried, for a key, only through the branches holding that key: a branch
+    that starts with a literal is a fast search in `re`, an alternation is not.
+    """
+    branches = split_alternation(pattern)
+    branch_words = [_literal_words(b) for b in branches] if len(branches) > 1 else []
+    # Split only when every branch holds one of the keys (else a line could match a branch
+    # that no key leads to) and there are no named groups to keep together.
+    split = (branch_words and "(?P" not in pattern
+             and all(any(k in w for k in keys) for w in branch_words))
+    out: list[tuple[bytes, re.Pattern[str] | None, str | None]] = []
+    whole = literal_head(pattern, flags)
+    for key in keys:
+        mine = [b for b, w in zip(branches, branch_words) if key in w]
+        if split and mine:
+            out += [(key.encode(), re.compile(branch, flags), literal_head(branch, flags)) for branch in mine]
+        else:
+            out.append((key.encode(), None, whole))
+    return tuple(out)
+
+
+#: Characters that end a pattern's literal head (regex syntax).
+_SYNTAX = frozenset("\\.^$*+?{}[]|()")
+
+
+def literal_head(pattern: str, flags: int = 0, shortest: int = 4) -> str | None:
+    """The literal text a pattern begins with (after a leading ``^``, ``\\b``, ``\\s*`` or
+    ``\\s+``), which every match holds: ``"CUDA out of memory"`` for ``CUDA out of memory``,
+    ``"Start"`` for ``^Start(?:ed|ing) ``; None when it is shorter than ``shortest`` characters,
+    the pattern has a top-level ``|`` or flags (a case-insensitive match holds no fixed text). A
+    line without it cannot match: the matcher skips the search (a substring test costs a fraction
+    of a regex call)."""
+    if flags or len(split_alternation(pattern)) > 1:
+        return None
+    i = 1 if pattern.startswith("^") else 0
+    while pattern.startswith(_ZERO_OR_SPACE, i):
+        i += 2 if pattern.startswith("\\b", i) else 3
+    chars: list[str] = []
+    n = len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\" and pattern[i + 1:i + 2].isascii() and pattern[i + 1:i + 2] and not pattern[i + 1].isalnum():
+            lit, step = pattern[i + 1], 2  # escaped punctuation ("\\.", "\\(") is itself
+        elif ch in _SYNTAX:
+            break
+        else:
+            lit, step = ch, 1
+        if pattern[i + step:i + step + 1] in ("*", "?", "{"):
+            break  # a quantifier that allows none (or may) follows: the character may be absent
+        chars.append(lit)
+        i += step
+    head = "".join(chars)
+    return head if len(head) >= max(shortest, 1) else None
+
+
+#: What may come before a pattern's literal head: a word boundary, spaces (none or some).
+_ZERO_OR_SPACE = ("\\b", "\\s*", "\\s+")
+
+
 def split_alternation(pattern: str) -> list[str]:
     """Split a regex at its top-level ``|`` (not inside groups or character classes)."""
+    if "|" not in pattern:
+        return [pattern]
     parts, depth, start, i, in_class = [], 0, 0, 0, False
-    while i < len(pattern):
+    n = len(pattern)
+    while i < n:
         c = pattern[i]
         if c == "\\":
             i += 2
