@@ -58,7 +58,7 @@ from typing import Any
 from probes.logs.engines import ENGINES
 from probes.hosttext import one_line, unsafe_char
 from probes.fold.notify import CHANNELS, DEFAULT_CHANNELS
-from probes.transport.ssh import parse_target
+from probes.transport.ssh_config import parse_target
 from probes.spec import UNIT_SUFFIXES, normalize_unit  # noqa: F401 (re-exported)
 from probes.spec import HostSpec
 from probes.watch.watcher import health_target
@@ -278,7 +278,7 @@ def resolve_ssh(target: str, ssh_config: Sequence[str | os.PathLike[str]] | None
             ``getpass.getuser()``).
 
     Returns:
-        (user, host name, port), or None for ``"local"`` or a target :func:`~probes.transport.ssh.parse_target`
+        (user, host name, port), or None for ``"local"`` or a target :func:`~probes.transport.ssh_config.parse_target`
         refuses.
     """
     from asyncssh.config import SSHClientConfig
