@@ -7,7 +7,7 @@ in seconds from the scenario's start, so the same scenario plays at any wall tim
 
 :class:`SimulatedHost` is the one state every emulated tool reads (``journalctl``, ``systemctl``,
 ``nvidia-smi``, HTTP): the clock and its waits, the outages, and the host's life as
-:class:`Segment` s (the recording playing, or the unit down) with the journal they write.
+segments (the recording playing, or the unit down) with the journal they write.
 ``systemctl`` (:mod:`probes.transport.replay.systemctl`) decides what an action does; the changes
 themselves (:meth:`SimulatedHost.down`, :meth:`~SimulatedHost.play`,
 :meth:`~SimulatedHost.reschedule`) are here.
@@ -32,7 +32,7 @@ from probes.transport.runner import ProbeError
 
 
 @dataclass(frozen=True)
-class Segment:
+class _Segment:
     """A stretch of the simulated host's life, from ``begin`` (offset from the host's start) to
     the next segment's: the recording playing with its offset 0 at ``shift`` (``epoch`` 0: as
     given; 1, 2 ...: replays begun by actions, ``restarts_base`` added to its ``NRestarts``), or,
@@ -69,7 +69,7 @@ class SimulatedHost:
         self.closed = False
         self._close_event = asyncio.Event()
         #: What the host does, in order: the recording as given, then what each action made of it.
-        self._segments: list[Segment] = [Segment(begin=-math.inf, shift=0.0, epoch=0)]
+        self._segments: list[_Segment] = [_Segment(begin=-math.inf, shift=0.0, epoch=0)]
         self._epochs = 0
         self.limit_reset_at = -math.inf
         self.journal: tuple[JournalEntry, ...] = self.scenario.journal
@@ -143,7 +143,7 @@ class SimulatedHost:
 
     # --- the unit's life ------------------------------------------------------------------------
 
-    def segment_at(self, t: float) -> Segment:
+    def segment_at(self, t: float) -> _Segment:
         """The segment of the host's life scenario time ``t`` falls in."""
         seg = self._segments[0]
         for s in self._segments:
@@ -165,9 +165,9 @@ class SimulatedHost:
                 if k.endswith(("Timestamp", "TimestampMonotonic")) and isinstance(v, (int, float)):
                     props[k] = v + seg.shift
             for k in ("MainPID", "ExecMainPID"):
-                props[k] = self.pid(props[k], seg.epoch)
+                props[k] = self.epoch_pid(props[k], seg.epoch)
             if props.get("InvocationID"):
-                props["InvocationID"] = self.invocation(str(props["InvocationID"]), seg.epoch)
+                props["InvocationID"] = self.epoch_invocation(str(props["InvocationID"]), seg.epoch)
             props["NRestarts"] = int(props.get("NRestarts") or 0) + seg.restarts_base
         return props
 
@@ -187,12 +187,12 @@ class SimulatedHost:
         return self.scenario.health_at(offset_s - seg.shift)
 
     @staticmethod
-    def pid(pid: Any, epoch: int) -> Any:
+    def epoch_pid(pid: Any, epoch: int) -> Any:
         """The recording's PID ``pid`` as replay ``epoch`` shows it (100 000 per epoch added to a
         positive int; epoch 0 and anything else unchanged)."""
         return pid + 100_000 * epoch if isinstance(pid, int) and pid > 0 and epoch else pid
 
-    def invocation(self, inv: str, epoch: int) -> str:
+    def epoch_invocation(self, inv: str, epoch: int) -> str:
         """The recording's invocation id ``inv`` as replay ``epoch`` shows it (32 hex digits, new
         per epoch; epoch 0: ``inv``)."""
         if not epoch:
@@ -220,13 +220,13 @@ class SimulatedHost:
         """From ``t`` the unit stays as ``props`` say (typed as in ``unit_props``); nothing
         scheduled after ``t`` happens."""
         self._cut(t)
-        self._segments.append(Segment(begin=t, shift=None, epoch=self.segment_at(t).epoch, props=props))
+        self._segments.append(_Segment(begin=t, shift=None, epoch=self.segment_at(t).epoch, props=props))
 
     def play(self, t: float, restarts_base: int) -> None:
         """From ``t`` the recording plays again from its beginning, as a new invocation."""
         self._cut(t)
         self._epochs += 1
-        self._segments.append(Segment(begin=t, shift=t, epoch=self._epochs, restarts_base=restarts_base))
+        self._segments.append(_Segment(begin=t, shift=t, epoch=self._epochs, restarts_base=restarts_base))
 
     def _cut(self, t: float) -> None:
         """Nothing scheduled after ``t`` happens any more."""
@@ -246,9 +246,9 @@ class SimulatedHost:
                 fields = dict(e.fields)
                 for k in ("_SYSTEMD_INVOCATION_ID", "INVOCATION_ID"):
                     if fields.get(k):
-                        fields[k] = self.invocation(str(fields[k]), seg.epoch)
+                        fields[k] = self.epoch_invocation(str(fields[k]), seg.epoch)
                 if fields.get("_PID") and fields["_PID"] != "1" and str(fields["_PID"]).isdigit():
-                    fields["_PID"] = str(self.pid(int(fields["_PID"]), seg.epoch))
+                    fields["_PID"] = str(self.epoch_pid(int(fields["_PID"]), seg.epoch))
                 new.append((e.offset_s + seg.shift, fields))
         self.journal = stamp_journal([*kept, *sorted(new, key=lambda r: r[0])], self.start,
                                      seqnum_id=self.scenario.seqnum_id,

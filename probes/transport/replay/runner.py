@@ -60,30 +60,30 @@ class ReplayRunner:
     def __init__(self, scenario: Scenario, clock: Clock, *, start: float | None = None) -> None:
         self.clock = clock
         self.start = clock.now() if start is None else float(start)
-        self._host = SimulatedHost(scenario, clock, self.start)
-        self.scenario = self._host.scenario
+        self._simulated = SimulatedHost(scenario, clock, self.start)
+        self.scenario = self._simulated.scenario
         self.host = scenario.host
         self._forwards: dict[int, int] = {}
         self._next_port = 41_000 + (int(hashlib.blake2b(self.host.encode(), digest_size=2).hexdigest(), 16) % 1000) * 10
 
     def now_s(self) -> float:
         """Scenario time: seconds since offset 0."""
-        return self._host.now_s()
+        return self._simulated.now_s()
 
     def unit_props(self, offset_s: float) -> dict[str, Any]:
         """The unit's properties (typed as in :class:`~probes.transport.replay.scenario.UnitFrame`,
         timestamps as offsets from this runner's start) at ``offset_s``: the recording's, as the
         actions since have made them."""
-        return self._host.unit_props(offset_s)
+        return self._simulated.unit_props(offset_s)
 
     def gpu_at(self, offset_s: float) -> list[tuple[int | None, int | None]]:
         """Per GPU ``(memory.used MiB, utilization.gpu %)`` at ``offset_s``: the recording's while it
         plays, 0 and 0 while the unit is down."""
-        return self._host.gpu_at(offset_s)
+        return self._simulated.gpu_at(offset_s)
 
     def health_at(self, offset_s: float) -> str | int:
         """``"refused"`` or the ``/health`` status at ``offset_s`` (refused while the unit is down)."""
-        return self._host.health_at(offset_s)
+        return self._simulated.health_at(offset_s)
 
     # --- Runner protocol ------------------------------------------------------------------------
 
@@ -95,17 +95,17 @@ class ReplayRunner:
                 ``command`` for a follow/loop form that would never end.
         """
         argv = tuple(argv)
-        self._host.check(argv[0] if argv else "")
+        self._simulated.check(argv[0] if argv else "")
         cmd = strip_sudo(argv)
         if not cmd:
             return Completed(argv, 0, b"")
         name = cmd[0].rsplit("/", 1)[-1]
         if name == "journalctl":
-            return run_journalctl(self._host, argv, cmd[1:])
+            return run_journalctl(self._simulated, argv, cmd[1:])
         if name == "systemctl":
-            return run_systemctl(self._host, argv, cmd[1:])
+            return run_systemctl(self._simulated, argv, cmd[1:])
         if name == "nvidia-smi":
-            return run_nvidia_smi(self._host, argv, cmd[1:])
+            return run_nvidia_smi(self._simulated, argv, cmd[1:])
         return Completed(argv, 127, b"", f"sh: 1: {cmd[0]}: not found".encode())
 
     def stream(self, argv: Sequence[str]) -> AsyncIterator[bytes]:
@@ -119,13 +119,13 @@ class ReplayRunner:
         return self._stream(tuple(argv))
 
     async def _stream(self, argv: tuple[str, ...]) -> AsyncIterator[bytes]:
-        self._host.check(argv[0] if argv else "")
+        self._simulated.check(argv[0] if argv else "")
         cmd = strip_sudo(argv)
         name = cmd[0].rsplit("/", 1)[-1] if cmd else ""
         if name == "journalctl":
-            lines = stream_journalctl(self._host, cmd[1:])
+            lines = stream_journalctl(self._simulated, cmd[1:])
         elif name == "nvidia-smi":
-            lines = stream_nvidia_smi(self._host, cmd[1:])
+            lines = stream_nvidia_smi(self._simulated, cmd[1:])
         else:
             raise ProbeError("command", f"sh: 1: {cmd[0] if cmd else ''}: not found (exit 127)")
         async for line in lines:
@@ -138,7 +138,7 @@ class ReplayRunner:
         Raises:
             ProbeError: ``unreachable`` during an outage, ``closed`` after :meth:`close`.
         """
-        self._host.check(f"forward {remote_port}")
+        self._simulated.check(f"forward {remote_port}")
         for local, remote in self._forwards.items():
             if remote == remote_port:
                 return local
@@ -150,8 +150,8 @@ class ReplayRunner:
         """An ``httpx`` transport answering from the scenario's health timeline, for the ports
         :meth:`forward` returned (or the server's own port): see
         :func:`~probes.transport.replay.http_server.mock_transport`."""
-        return mock_transport(self._host, self._forwards)
+        return mock_transport(self._simulated, self._forwards)
 
     async def close(self) -> None:
         """End every open stream (they stop without error); later calls raise ``closed``."""
-        self._host.close()
+        self._simulated.close()

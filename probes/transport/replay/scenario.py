@@ -200,16 +200,16 @@ class Scenario:
 
 
 def _lerp(a: int | None, b: int | None, w: float) -> int | None:
+    """``a`` to ``b`` at weight ``w`` (0..1), rounded; with a None, the nearer end as it is."""
     if a is None or b is None:
         return a if w < 1 else b
     return int(round(a + (b - a) * w))
 
 
 #: A loaded service that never ran, as real systemd 252 shows it
-
-
 #: (``fixtures/formats/systemctl-show/inactive-dead-never-started.txt``), plus the extra properties
-#: :data:`~probes.transport.replay.systemctl.PROPERTY_ORDER` knows, at their systemd defaults. Typed as in :class:`UnitFrame`.
+#: :data:`~probes.transport.replay.systemctl.PROPERTY_ORDER` knows, at their systemd defaults.
+#: Typed as in :class:`UnitFrame`; in the order ``systemctl show`` prints them.
 UNIT_DEFAULTS: Mapping[str, Any] = {
     "Type": "simple",
     "Restart": "on-failure",
