@@ -161,14 +161,15 @@ class FloodRunner:
       ``tests/fixtures/nvidia-smi/query-gpu.h100x8-sglang-tp8.loop.csv`` cycled (this host's UUIDs).
     * ``run(systemctl show UNIT ...)``: ``tests/fixtures/systemctl-show/active-running.gpu-node-1.derived.txt``
       with the current start's ``MainPID`` and start times.
-    * ``forward``/``http_transport``: a :class:`~probes.transport.replay.ReplayRunner` whose server is healthy
+    * ``forward``/``http_transport``: a :class:`~probes.transport.replay.runner.ReplayRunner` whose server is healthy
       (``/health`` 200 empty body; ``/v1/models`` and ``/v1/completions`` in SGLang's shapes).
     """
 
     def __init__(self, host: str, gate: Gate, *, index: int = 0, rate: float = 200.0, seconds: float = 60.0,
                  burst_s: float = 0.1, gpus: int = 8, pattern: str = "restarts") -> None:
         from probes.clock import WallClock
-        from probes.transport.replay import HealthFrame, ReplayRunner, Scenario
+        from probes.transport.replay.runner import ReplayRunner
+        from probes.transport.replay.scenario import HealthFrame, Scenario
 
         self.host = host
         self.gate = gate
@@ -218,7 +219,7 @@ class FloodRunner:
 
     @staticmethod
     def _msg_json(text: str) -> bytes:
-        from probes.transport.replay import journal_value
+        from probes.transport.replay.scenario import journal_value
 
         return json.dumps(journal_value(text), ensure_ascii=False, separators=(",", ":")).encode()
 

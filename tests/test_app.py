@@ -160,7 +160,7 @@ def _one_host_app(clock: ManualClock, **changes):
     """The app on one demo scenario with some of its fields changed (host name, outages...)."""
     import dataclasses
 
-    from probes.transport.replay import ReplayRunner
+    from probes.transport.replay.runner import ReplayRunner
     from probes.spec import HostSpec
     from tui.app import make_app
     from tui.config import Config

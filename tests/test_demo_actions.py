@@ -1,4 +1,4 @@
-"""The demo's actions run against its simulated hosts (probes/transport/replay.py emulating systemctl): a
+"""The demo's actions run against its simulated hosts (probes/transport/replay/systemctl.py emulating systemctl): a
 restart replays the start from its beginning, stop stops it, kill ends it (then as Restart= says),
 start starts it again, the start limit refuses as systemd does; and an action dialog that fails
 closes and says what failed. ReplayRunner on a ManualClock, then the real demo app through Pilot."""
@@ -9,7 +9,8 @@ import asyncio
 import json
 
 from probes.clock import ManualClock
-from probes.transport.replay import ReplayRunner, UnitFrame
+from probes.transport.replay.runner import ReplayRunner
+from probes.transport.replay.scenario import UnitFrame
 from probes.spec import HostSpec
 from tui.actions import ConfirmScreen, SafeRestartScreen
 from tui.app import make_app

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from probes.clock import ManualClock
-from probes.transport.replay import ReplayRunner
+from probes.transport.replay.runner import ReplayRunner
 from probes.spec import HostSpec
 from probes.watch.watcher import HostWatcher
 from tui.demo import demo_scenarios

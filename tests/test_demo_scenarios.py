@@ -19,7 +19,8 @@ from probes.logs.journal import parse_record
 from probes.sources.logfile import read_stream
 from probes.data.reading import Reading
 from probes.logs.reader import StartupReader
-from probes.transport.replay import ReplayRunner, Scenario
+from probes.transport.replay.runner import ReplayRunner
+from probes.transport.replay.scenario import Scenario
 from tui import demo
 from tui.demo import SCENARIO_FILES, demo_scenarios, read_scenario_file
 

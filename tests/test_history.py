@@ -23,8 +23,8 @@ from probes.logs.identity import identify
 from probes.logs.journal import Record
 from probes.fold.model import HostModel
 from probes.data.reading import ErrorLine, Progress
-from probes.transport.replay import (Gpu, GpuFrame, HealthFrame, ReplayRunner, Scenario, UnitFrame,
-                                     stamp_journal)
+from probes.transport.replay.runner import ReplayRunner
+from probes.transport.replay.scenario import Gpu, GpuFrame, HealthFrame, Scenario, UnitFrame, stamp_journal
 from probes.data.state import HostState, PhaseSpan, Typical, Verdict
 from probes.fold.verdict import verdict_for
 from probes.spec import HostSpec

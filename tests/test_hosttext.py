@@ -222,7 +222,7 @@ ALLOWED_CONTROL_LITERALS = {
     ("probes/logs/engines/base.py", "\x00"),            # a placeholder inside a pattern's literal text
     ("probes/logs/engines/base.py", "\x00)"),
     ("probes/sources/logfile.py", b"\x00"),                # NUL padding of a character device
-    ("probes/transport/replay.py", "\t\n"),
+    ("probes/transport/replay/scenario.py", "\t\n"),
     ("probes/sources/logfile.py", b"\x1f\x8b"),            # gzip's magic number
     *(("probes/sources/download.py", c) for c in "\a\b\f\v"),  # C escapes systemd writes (a format, decoded)
     ("widgets/text.py", "\x1b"),                    # "did an SGR sequence survive?" (to decode colours)

@@ -19,7 +19,7 @@ import pytest
 
 from probes.clock import ManualClock
 from probes.fold.notify import Notice
-from probes.transport.replay import ReplayRunner
+from probes.transport.replay.runner import ReplayRunner
 from probes.spec import HostSpec
 from tui.app import UpwatchApp, make_app
 from tui.config import Config

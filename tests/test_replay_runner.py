@@ -16,8 +16,9 @@ import pytest
 from conftest import FIXTURES
 from probes.clock import ManualClock
 from probes.logs.journal import parse_record
-from probes.transport.replay import (Gpu, GpuFrame, HealthFrame, ReplayRunner, Scenario, UnitFrame,
-                                     journal_value, stamp_journal)
+from probes.transport.replay.runner import ReplayRunner
+from probes.transport.replay.scenario import (Gpu, GpuFrame, HealthFrame, Scenario, UnitFrame, journal_value,
+                                              stamp_journal)
 from probes.transport.runner import ProbeError
 
 T0 = 1_741_436_938.5

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from probes.hosttext import one_line
-from probes.transport.ssh import parse_target
+from probes.transport.ssh_config import parse_target
 from probes.spec import UNIT_SUFFIXES, normalize_unit  # noqa: F401 (re-exported)
 from probes.spec import HostSpec
 from tui.config_schema import HOST, HOST_SCHEMA, SETTINGS, SETTINGS_SCHEMA
@@ -276,7 +276,7 @@ def resolve_ssh(target: str, ssh_config: Sequence[str | os.PathLike[str]] | None
             ``getpass.getuser()``).
 
     Returns:
-        (user, host name, port), or None for ``"local"`` or a target :func:`~probes.transport.ssh.parse_target`
+        (user, host name, port), or None for ``"local"`` or a target :func:`~probes.transport.ssh_config.parse_target`
         refuses.
     """
     from asyncssh.config import SSHClientConfig

@@ -1,6 +1,6 @@
 """The demo's four simulated hosts, built from real log lines (``tui/scenarios/``, see its README).
 
-:func:`demo_scenarios` returns one :class:`~probes.transport.replay.Scenario` per host (times are scenario
+:func:`demo_scenarios` returns one :class:`~probes.transport.replay.scenario.Scenario` per host (times are scenario
 seconds; the demo plays them at 10x):
 
 * ``gpu-node-1`` ``sglang.service``: SGLang 0.4.3 TP4 (QwQ-32B) on 4x H100 reaches ready at 158.2 s
@@ -26,8 +26,8 @@ from datetime import datetime, timezone
 from importlib import resources
 from typing import Any
 
-from probes.transport.replay import (Gpu, GpuFrame, HealthFrame, Scenario, UnitFrame, journal_value,
-                                     stamp_journal)
+from probes.transport.replay.scenario import (Gpu, GpuFrame, HealthFrame, Scenario, UnitFrame, journal_value,
+                                              stamp_journal)
 
 #: Where the source files live inside the installed package (``package-data``: ``scenarios/*``).
 SCENARIO_FILES = ("sglang-startup.all.jsonl", "vllm-restart-loop.all.jsonl", "sglang-ok-03.log",

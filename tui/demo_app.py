@@ -8,7 +8,8 @@ from probes.clock import Clock, ScaledClock
 from probes.store.history import History, StartRecord, phase_durations
 from probes.logs.journal import parse_record
 from probes.fold.model import HostModel
-from probes.transport.replay import ReplayRunner, Scenario
+from probes.transport.replay.runner import ReplayRunner
+from probes.transport.replay.scenario import Scenario
 from probes.spec import HostSpec
 from tui.app import UpwatchApp, make_app
 from tui.config import Config
@@ -56,7 +57,7 @@ def make_demo_app(speed: float = 10.0, clock: Clock | None = None, start: float 
                   read_only: bool = False, history: History | None = None,
                   seed_history: bool = False) -> UpwatchApp:
     """The demo app: the scenarios of :func:`tui.demo.demo_scenarios`, each behind a
-    :class:`~probes.transport.replay.ReplayRunner`, on a clock running ``speed`` times faster than real.
+    :class:`~probes.transport.replay.runner.ReplayRunner`, on a clock running ``speed`` times faster than real.
 
     Args:
         speed: clock seconds per real second (ignored when ``clock`` is given).

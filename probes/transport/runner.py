@@ -5,7 +5,7 @@ long-lived command's output line by line (``stream``), and opens a way to the se
 (``forward`` + ``http_transport``). Every failure of the transport reaches probes as a
 :class:`ProbeError` with a ``kind`` the UI can name.
 
-Implementations: :class:`probes.transport.replay.ReplayRunner` (a recorded scenario; the demo and the
+Implementations: :class:`probes.transport.replay.runner.ReplayRunner` (a recorded scenario; the demo and the
 tests). ``SshRunner`` (asyncssh) and ``LocalRunner`` follow in the live-host work.
 """
 

@@ -24,7 +24,10 @@ against OpenSSH 9.2 in ``shared/TESTBED.md`` section 1):
 
 * Output is read as bytes (``encoding=None``): one invalid UTF-8 byte on a text channel makes
   asyncssh close the whole connection.
-* Trust and algorithms follow OpenSSH 9.2, not asyncssh's looser defaults: :mod:`probes.transport.openssh`.
+* Trust and algorithms follow OpenSSH 9.2, not asyncssh's looser defaults: the connection is
+  resolved by :mod:`probes.transport.ssh_config` and opened by :mod:`probes.transport.ssh_connect`
+  (:mod:`probes.transport.openssh` holds OpenSSH's rules); failures are worded by
+  :mod:`probes.transport.ssh_errors`.
 """
 
 from __future__ import annotations
@@ -33,16 +36,16 @@ import asyncio
 import contextlib
 import os
 import shlex
-import socket
 import time
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import asyncssh
 
-from probes.transport import openssh
 from probes.transport.runner import Completed, ProbeError, split_lines
+from probes.transport.ssh_config import SshSettings, parse_target
+from probes.transport.ssh_connect import connect
+from probes.transport.ssh_errors import os_words, translate
 
 if TYPE_CHECKING:  # httpx loads rich at import: never at module load in probes (tests/test_imports.py)
     import httpx
@@ -64,94 +67,6 @@ def remote_command(argv: Sequence[str]) -> str:
     process group get ``TERM`` when the channel's stdin closes. Its own stdin is /dev/null.
     """
     return shlex.join(["sh", "-c", _WRAPPER, "sh", *argv])
-
-
-def parse_target(target: str) -> tuple[str | None, str, int | None]:
-    """Split ``[user@]host[:port]`` (IPv6 as ``[addr]:port``) into (user, host, port).
-
-    A bare name may be a ``Host`` alias of the SSH config; user and port are None when not given, so
-    the config (or asyncssh's defaults: the local user, port 22) decides.
-
-    Raises:
-        ValueError: empty host, a name longer than DNS allows (253 characters, 63 a label), or a
-            port that is not a number in 1..65535.
-    """
-    user: str | None = None
-    rest = target
-    if "@" in rest:
-        user, rest = rest.rsplit("@", 1)
-        user = user or None
-    port: int | None = None
-    if rest.startswith("["):
-        host, sep, tail = rest[1:].partition("]")
-        if not sep:
-            raise ValueError(f"unclosed '[' in SSH target {target!r}")
-        if tail:
-            if not tail.startswith(":"):
-                raise ValueError(f"unexpected text after ']' in SSH target {target!r}")
-            port = _port(tail[1:], target)
-    elif rest.count(":") == 1:
-        host, tail = rest.split(":")
-        port = _port(tail, target)
-    else:
-        host = rest  # a name, an IPv4 address, or a bare IPv6 address
-    if not host:
-        raise ValueError(f"no host in SSH target {target!r}")
-    if ":" not in host and (len(host) > 253 or any(len(label) > 63 for label in host.split("."))):
-        # RFC 1035 2.3.4: no name that long resolves (it failed later, as an IDNA codec error).
-        raise ValueError(f"{host[:40]}... is not a host name: a name has at most 253 characters and each "
-                         f"dot-separated part at most 63 (RFC 1035)")
-    return user, host, port
-
-
-def _port(text: str, target: str) -> int:
-    if not text.isdigit() or not 0 < int(text) < 65536:
-        raise ValueError(f"bad port {text!r} in SSH target {target!r}")
-    return int(text)
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """One connection attempt, resolved before it is made: the target and its known_hosts, the
-    algorithms (:mod:`probes.transport.openssh`), the login keys tried, the user, and the ProxyJump hosts
-    to go through (``[user@]host[:port]`` each, in order)."""
-
-    target: openssh.Target
-    known: openssh.KnownHosts
-    host_key_algs: list[str]
-    algs: dict[str, list[str]]
-    identities: tuple[str, ...]
-    explicit_keys: bool
-    user: str
-    jumps: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class _Hop:
-    """A host one connection goes to: the target, or a ProxyJump host on the way.
-
-    Attributes:
-        name: the name or alias to resolve by the config; port, user: given ones, or None.
-        label: how messages name it (the target as the operator named it, plus the jump host).
-        proxied: reached through another hop (OpenSSH then skips the CheckHostIP check).
-    """
-
-    name: str
-    port: int | None
-    user: str | None
-    label: str
-    proxied: bool
-
-
-def _auth_message(label: str, plan: _Plan, exc: Exception) -> str:
-    """Why login failed: each key that cannot be used and why, else the server's refusal."""
-    problems = openssh.key_problems(plan.identities, explicit=plan.explicit_keys)
-    agent = "" if os.environ.get("SSH_AUTH_SOCK") else " (no ssh-agent: SSH_AUTH_SOCK is not set)"
-    if problems:
-        return f"{label}: login as {plan.user} refused: " + "; ".join(problems) + agent
-    reason = exc.reason if isinstance(exc, asyncssh.Error) else str(exc)
-    return (f"{label}: {reason} (the server refused every key: check User ({plan.user}), "
-            f"IdentityFile ({', '.join(plan.identities)}) or the agent{agent})")
 
 
 class SshRunner:
@@ -205,13 +120,9 @@ class SshRunner:
         reconnect_max_s: float = 30.0,
     ) -> None:
         self.host = target
-        self._user, self._hostname, self._port = parse_target(target)
-        self._known_hosts = known_hosts
-        self._client_keys = client_keys
-        self._config = config
-        self.connect_timeout = connect_timeout
-        self.keepalive_interval = keepalive_interval
-        self.keepalive_count_max = keepalive_count_max
+        user, hostname, port = parse_target(target)
+        self._settings = SshSettings(target, user, hostname, port, known_hosts, client_keys, config,
+                                     connect_timeout, keepalive_interval, keepalive_count_max)
         self.grace_s = grace_s
         self._slots = asyncio.Semaphore(max_channels)
         self._conn: asyncssh.SSHClientConnection | None = None
@@ -229,18 +140,6 @@ class SshRunner:
 
     # --- the connection ----------------------------------------------------------------------------
 
-    def _connect_args(self, hop: _Hop | None = None) -> dict[str, Any]:
-        """asyncssh's ``port``, ``username`` and ``config`` for ``hop`` (default: the target)."""
-        port, user = (self._port, self._user) if hop is None else (hop.port, hop.user)
-        kw: dict[str, Any] = {}
-        if port is not None:
-            kw["port"] = port
-        if user is not None:
-            kw["username"] = user
-        if self._config is not None:
-            kw["config"] = [os.fspath(p) for p in self._config]
-        return kw
-
     async def _connection(self) -> asyncssh.SSHClientConnection:
         """The open connection, connecting first if there is none or it dropped."""
         if self._closed:
@@ -253,95 +152,12 @@ class SshRunner:
                 # Backing off: every probe asks, only one connect per interval goes out.
                 raise ProbeError(self._last_error.kind, self._last_error.message)
             try:
-                self._conn = await self._connect()
+                self._conn = await connect(self._settings)
             except ProbeError as exc:
                 raise self._failed(exc) from None
             self.attempts = 0
             self._last_error = None
             return self._conn
-
-    async def _connect(self) -> asyncssh.SSHClientConnection:
-        """Open the connection by OpenSSH's rules (:mod:`probes.transport.openssh`), through the config's
-        ``ProxyJump`` hosts when it names any: each hop is opened here by the same rules (asyncssh
-        would open them with its own, looser ones).
-
-        Raises:
-            ProbeError: every failure, translated; a hop's message names the jump host.
-        """
-        target = _Hop(self._hostname, self._port, self._user, self.host, proxied=False)
-        plan = await self._plan_for(target)
-        via: asyncssh.SSHClientConnection | None = None
-        try:
-            for spec in plan.jumps:
-                try:
-                    user, host, port = parse_target(spec)
-                except ValueError as exc:
-                    raise ProbeError("unreachable", f"{self.host}: cannot use ProxyJump {spec!r}: {exc}") from None
-                hop = _Hop(host, port, user, f"{self.host} (jump host {spec})", proxied=via is not None)
-                nxt = await self._open(hop, await self._plan_for(hop), via)
-                if via is not None:
-                    nxt.set_tunnel(via)  # closing the last hop closes the ones before it
-                via = nxt
-            if via is not None:
-                target = _Hop(self._hostname, self._port, self._user, self.host, proxied=True)
-                plan = await self._plan_for(target)
-            conn = await self._open(target, plan, via)
-        except BaseException:
-            if via is not None:
-                via.close()
-            raise
-        if via is not None:
-            conn.set_tunnel(via)
-        return conn
-
-    async def _plan_for(self, hop: _Hop) -> _Plan:
-        try:
-            return await asyncio.to_thread(self._plan, hop)
-        except (ValueError, OSError, asyncssh.Error) as exc:  # a bad config value or file
-            raise ProbeError("unreachable", f"{hop.label}: cannot use the SSH config: {exc}") from None
-
-    async def _open(self, hop: _Hop, plan: _Plan,
-                    via: asyncssh.SSHClientConnection | None) -> asyncssh.SSHClientConnection:
-        """One SSH connection to ``hop`` (over ``via``, a jump host's connection, when given).
-
-        Raises:
-            ProbeError: every failure, translated.
-        """
-        seen: list[str] = []
-
-        def known_hosts(_host: str, addr: str, _port: int | None) -> tuple[Any, ...]:
-            seen.append(addr)
-            got = openssh.trusted(plan.target, plan.known, addr)
-            return list(got.keys), list(got.cas), list(got.revoked)
-
-        kw = self._connect_args(hop)
-        if self._client_keys is not None:
-            kw["client_keys"] = [os.fspath(p) for p in self._client_keys]
-        try:
-            return await asyncssh.connect(
-                hop.name, connect_timeout=self.connect_timeout,
-                keepalive_interval=self.keepalive_interval,
-                keepalive_count_max=self.keepalive_count_max, known_hosts=known_hosts,
-                server_host_key_algs=plan.host_key_algs, tunnel=via, **plan.algs, **kw)
-        except asyncssh.HostKeyNotVerifiable as exc:
-            key = await self._presented_key(hop, plan, via)
-            raise ProbeError("host_key", openssh.host_key_message(
-                hop.label, plan.target, plan.known, key, seen[-1] if seen else "", exc.reason)) from None
-        except asyncssh.KeyExchangeFailed as exc:
-            raise ProbeError("host_key" if "host key" in exc.reason else "unreachable",
-                             openssh.no_common_alg_message(hop.label, hop.name, exc.reason)) from None
-        except (asyncssh.PermissionDenied, asyncssh.KeyImportError) as exc:
-            raise ProbeError("auth", _auth_message(hop.label, plan, exc)) from None
-        except (asyncssh.ConnectionLost, ConnectionResetError) as exc:
-            # sshd hangs up when no algorithm is in common, often before asyncssh can say so.
-            # Only a server that accepted the TCP connection (``seen``: asyncssh asked for the
-            # known hosts) is asked again; no route is a ConnectionLost too, and stays quick.
-            words = await self._handshake_trouble(hop, plan, via) if seen else None
-            if words is not None:
-                raise ProbeError("host_key", words) from None
-            raise translate(exc, hop.label, connecting=True) from None
-        except Exception as exc:
-            raise translate(exc, hop.label, connecting=True) from None
 
     def _failed(self, error: ProbeError) -> ProbeError:
         """Count a failed connect and schedule the next one (exponential backoff, capped)."""
@@ -350,85 +166,6 @@ class SshRunner:
         self._retry_at = time.monotonic() + delay
         self._last_error = error
         return error
-
-    def _plan(self, hop: _Hop) -> _Plan:
-        """Resolve ``hop`` by the SSH config (asyncssh's parser) and read its known_hosts files.
-        Blocking (file reads): run in a thread.
-
-        Raises:
-            ValueError: a config value asyncssh or :func:`probes.transport.openssh.choose_algs` refuses.
-        """
-        kw = self._connect_args(hop)
-        if "config" not in kw:
-            # connect() reads ~/.ssh/config by default; say so here too: the same files must
-            # decide both.
-            default = os.path.expanduser("~/.ssh/config")
-            kw["config"] = [default] if os.access(default, os.R_OK) else []
-        opts = asyncssh.SSHClientConnectionOptions(host=hop.name, known_hosts=None,
-                                                   client_keys=None, **kw)
-        config = opts.config
-        host, port = str(opts.host), int(opts.port)
-        jumps = opts.tunnel if isinstance(opts.tunnel, str) and opts.tunnel.lower() != "none" else ""
-        target = openssh.Target(host.lower(), port, openssh.lookup_name(host, port, opts.host_key_alias),
-                                bool(config.get("CheckHostIP", False)),
-                                hop.proxied or bool(jumps or opts.proxy_command))
-        if self._known_hosts is not None:
-            kh = self._known_hosts
-            files = [os.fspath(kh)] if isinstance(kh, (str, os.PathLike)) else [os.fspath(p) for p in kh]
-        else:
-            user = config.get("UserKnownHostsFile", None)
-            user = openssh.DEFAULT_USER_KNOWN_HOSTS if user is None else user
-            glob = config.get("GlobalKnownHostsFile", None)
-            glob = openssh.DEFAULT_GLOBAL_KNOWN_HOSTS if glob is None else glob
-            files = [str(f) for f in (*user, *glob)]  # type: ignore[misc]
-        known = openssh.KnownHosts(files)
-        mine = known.match(target.lookup)
-        algs = openssh.host_key_algs(config.get("HostKeyAlgorithms", None), mine.keys, bool(mine.cas))
-        if self._client_keys is not None:
-            identities, explicit = [os.fspath(p) for p in self._client_keys], True
-        else:
-            named = config.get("IdentityFile", None)
-            identities = [str(f) for f in named] if named else list(openssh.DEFAULT_IDENTITIES)  # type: ignore[attr-defined]
-            explicit = bool(named)
-        # A hop's own ProxyJump is not followed (the chain is the target's); the target's is.
-        hops = tuple(j.strip() for j in jumps.split(",") if j.strip()) if not hop.proxied else ()
-        return _Plan(target, known, algs, openssh.other_algs(config), tuple(identities), explicit,
-                     str(opts.username), hops)
-
-    async def _presented_key(self, hop: _Hop, plan: _Plan,
-                             via: asyncssh.SSHClientConnection | None) -> asyncssh.SSHKey | None:
-        """The host key the server presents to the same offer (a second handshake, only after a
-        refusal, for the message); None when it cannot be had."""
-        kw = self._connect_args(hop)
-        kw.pop("username", None)
-        try:
-            return await asyncio.wait_for(asyncssh.get_server_host_key(
-                hop.name, server_host_key_algs=plan.host_key_algs, tunnel=via,
-                kex_algs=plan.algs["kex_algs"], **kw), self.connect_timeout)
-        except (asyncssh.Error, OSError, TimeoutError, ValueError):
-            return None
-
-    async def _handshake_trouble(self, hop: _Hop, plan: _Plan,
-                                 via: asyncssh.SSHClientConnection | None) -> str | None:
-        """After the server hung up during a connect: whether it is the algorithms (one more
-        handshake with ours, then with ``ssh-rsa`` only), and the words for it; None when the
-        handshake works with ours, or not even with ``ssh-rsa`` (something else is wrong)."""
-        kw = self._connect_args(hop)
-        kw.pop("username", None)
-
-        async def works(host_key_algs: list[str]) -> bool:
-            try:
-                await asyncio.wait_for(asyncssh.get_server_host_key(
-                    hop.name, server_host_key_algs=host_key_algs, tunnel=via,
-                    kex_algs=plan.algs["kex_algs"], **kw), self.connect_timeout)
-            except (asyncssh.Error, OSError, TimeoutError, ValueError):
-                return False
-            return True
-        if await works(plan.host_key_algs) or not await works(["ssh-rsa"]):
-            return None
-        return openssh.no_common_alg_message(
-            hop.label, hop.name, "No matching host key algorithm found, sent "
-            f"{','.join(plan.host_key_algs)} and received ssh-rsa")
 
     def connected(self) -> bool:
         """Whether the connection is open now (a frozen link counts as open until keepalives
@@ -592,7 +329,7 @@ class SshRunner:
                 listener = await conn.forward_local_port("127.0.0.1", 0, "127.0.0.1", remote_port)
             except OSError as exc:
                 raise ProbeError("command", f"{self.host}: cannot listen locally for port "
-                                            f"{remote_port}: {_os_words(exc)}") from None
+                                            f"{remote_port}: {os_words(exc)}") from None
             except Exception as exc:
                 raise translate(exc, self.host) from None
             self._listeners[remote_port] = listener
@@ -622,45 +359,3 @@ class SshRunner:
             conn.close()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(conn.wait_closed(), self.grace_s)
-
-
-def _os_words(exc: OSError) -> str:
-    """A few words for an OSError: ``Connection refused``, ``Name or service not known`` ..."""
-    if isinstance(exc, socket.gaierror) or not exc.errno or exc.errno < 0:
-        return exc.strerror or str(exc) or type(exc).__name__
-    return os.strerror(exc.errno)  # asyncio's strerror is "Connect call failed (addr)"
-
-
-def translate(exc: BaseException, target: str, *, connecting: bool = False) -> ProbeError:
-    """Turn an asyncssh, socket or time-limit failure into a :class:`ProbeError`.
-
-    Args:
-        exc: what was raised. target: the host as the operator named it (starts the message).
-        connecting: True while opening the connection: an ``OSError`` then means ``unreachable``;
-            later it means the connection broke (``closed``).
-    """
-    if isinstance(exc, ProbeError):
-        return exc
-    if isinstance(exc, asyncssh.HostKeyNotVerifiable):
-        return ProbeError("host_key", f"{target}: {exc.reason}")
-    if isinstance(exc, asyncssh.PermissionDenied):
-        return ProbeError("auth", f"{target}: {exc.reason} (check User, IdentityFile or the agent)")
-    if isinstance(exc, asyncssh.ChannelOpenError):
-        if "connection closed" in exc.reason.lower():
-            return ProbeError("closed", f"{target}: {exc.reason}")
-        return ProbeError("command", f"{target}: the server refused a new channel ({exc.reason}; "
-                                     f"is MaxSessions lower than max_channels?)")
-    if isinstance(exc, (asyncssh.ConnectionLost, asyncssh.DisconnectError)):
-        # While connecting, a lost connection is a host we cannot reach (no route: the link is
-        # down, measured in TESTBED section 2), not a drop.
-        return ProbeError("unreachable" if connecting else "closed", f"{target}: {exc.reason}")
-    if isinstance(exc, TimeoutError):  # asyncio.TimeoutError is TimeoutError since 3.11
-        return ProbeError("timeout", f"{target}: no answer in time" + (" (connect)" if connecting else ""))
-    if isinstance(exc, OSError):
-        words = _os_words(exc)
-        if connecting:
-            return ProbeError("unreachable", f"{target}: {words}")
-        return ProbeError("closed", f"{target}: {words}")
-    if isinstance(exc, asyncssh.Error):
-        return ProbeError("closed", f"{target}: {exc.reason}")
-    return ProbeError("closed", f"{target}: {type(exc).__name__}: {exc}")
