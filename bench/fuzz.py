@@ -61,6 +61,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from probes.sources import gpu as gpu_probe
+from probes.sources import gpu_apps as gpu_apps_probe
 from probes.sources import health as health_probe
 from probes.sources import unit as unit_probe
 from probes.sources.download import parse_unit_env
@@ -292,7 +293,7 @@ def run_gpu(data: bytes) -> None:
         index = {g.uuid: g.index for g in reading.gpus if g.uuid}
     else:
         index = {}
-    apps = gpu_probe.read_compute_apps(text, index)
+    apps = gpu_apps_probe.read_compute_apps(text, index)
     for bad in apps.bad:
         bad.message  # noqa: B018 - the message is built from host text
     model.apply(GpuApps(NOW, apps.apps))

@@ -18,8 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from probes.sources.gpu import (MSG_DRIVER_NOT_LOADED, MSG_MISMATCH, MSG_NO_DEVICES, MSG_NO_LIBRARY,
-                                MSG_NOT_INSTALLED, QUERY_FIELDS, GpuError, NvmlSource, classify_error,
+                                MSG_NOT_INSTALLED, QUERY_FIELDS, GpuError, classify_error,
                                 parse_query, parse_query_line, query_argv)
+from probes.sources.nvml import NvmlSource
 from probes.data.state import GpuReading, GpuSample
 
 SMI = Path(__file__).resolve().parent / "fixtures" / "nvidia-smi"

@@ -24,7 +24,7 @@ async def _follow_three_fresh_units(host: SystemdHost) -> list[tuple[HostWatcher
         w.start()
         out.append((w, unit))
     # every follow is open (and has shown the nothing there is) before the units start
-    await until("three follows open", lambda: all(w._journal_open for w, _ in out), 30)
+    await until("three follows open", lambda: all(w.journal.is_open for w, _ in out), 30)
     await asyncio.sleep(1.0)  # the follows began with no entry at all
     for _, unit in out:
         done = host.systemctl("start", unit)

@@ -61,7 +61,7 @@ from probes.fold.notify import CHANNELS, DEFAULT_CHANNELS
 from probes.transport.ssh import parse_target
 from probes.spec import UNIT_SUFFIXES, normalize_unit  # noqa: F401 (re-exported)
 from probes.spec import HostSpec
-from probes.watch.watcher import health_target
+from probes.sources.health import health_target
 
 #: The environment variable naming the configuration file.
 ENV_VAR = "UPWATCH_CONFIG"
