@@ -14,7 +14,8 @@ from canned_runner import CannedRunner, Stream
 from probes.clock import ManualClock
 from probes.fold.model import HostModel
 from probes.sources.context import SourceContext
-from probes.sources.gpu import MSG_MISMATCH, GpuSource, parse_query_line, query_argv
+from probes.sources.gpu import GpuSource, parse_query_line, query_argv
+from probes.sources.gpu_errors import MSG_MISMATCH
 from probes.sources.gpu_apps import CGROUP_PIDS_SCRIPT, GpuAppsSource, compute_apps_argv
 from probes.sources.unit import read_show
 from probes.spec import HostSpec

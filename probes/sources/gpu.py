@@ -41,6 +41,7 @@ from typing import Protocol
 
 from probes.data.state import GpuReading, GpuSample, Unparsable
 from probes.hosttext import one_line
+from probes.sources.gpu_errors import GpuError, classify, classify_error
 from probes.sources.context import SourceContext
 from probes.transport.runner import ProbeError
 
@@ -80,15 +81,6 @@ _NUMBER_RE = re.compile(r"([-+]?\d+(?:\.\d+)?)(?:\s*(?:MiB|%|W|C|MHz))?", re.ASC
 #: and notes of drivers not seen yet).
 _BRACKET_RE = re.compile(r"\[[^\]]*\]")
 _UUID_RE = re.compile(r"(?:GPU|MIG)-[0-9A-Za-z-]+")
-_HANDLE_RE = re.compile(r"Unable to determine the device handle for gpu\s*([0-9A-Fa-f:.]+)\s*:\s*(.*)", re.I)
-_NVML_VERSION_RE = re.compile(r"NVML library version:\s*(\S+)")
-
-# One line for an operator per failure (shared by nvidia-smi and NVML).
-MSG_DRIVER_NOT_LOADED = "NVIDIA driver not loaded (kernel module missing, e.g. after a kernel update)"
-MSG_MISMATCH = "NVIDIA driver/library version mismatch: reboot or reload the nvidia kernel module"
-MSG_NO_DEVICES = "no NVIDIA GPU found: the driver is loaded but sees no device"
-MSG_NOT_INSTALLED = "nvidia-smi not found on the host (no NVIDIA driver installed?)"
-MSG_NO_LIBRARY = "NVML library not found (libnvidia-ml.so.1): no NVIDIA driver installed?"
 
 
 class UnparsableValue(ValueError):
@@ -124,22 +116,6 @@ COLUMN_RANGES: dict[str, tuple[float, float]] = {
 MAX_GPU_INDEX = 4096
 #: Largest PID read: Linux's ``PID_MAX_LIMIT`` (2**22).
 MAX_PID = 2**22
-
-
-class GpuError(Exception):
-    """The GPU probe could not read any GPU.
-
-    Args:
-        message: one line for an operator (plain text; may quote host output).
-        fatal: True when polling again cannot help until someone acts on the host (driver not
-            loaded, library mismatch, no GPU, no nvidia-smi); False when it may be passing or partial
-            (one GPU's handle lost: the others can still be read one by one with ``-i``).
-    """
-
-    def __init__(self, message: str, fatal: bool = False) -> None:
-        super().__init__(message)
-        self.message = message
-        self.fatal = fatal
 
 
 def query_argv(loop_ms: int | None = None) -> list[str]:
@@ -249,55 +225,9 @@ def parse_query(text: str, time: float, *, returncode: int = 0) -> GpuReading:
         except ValueError:
             continue
     if not gpus:
-        message, fatal = _classify(text, returncode)
+        message, fatal = classify(text, returncode)
         raise GpuError(message, fatal)
     return GpuReading(time=time, gpus=tuple(sorted(gpus, key=lambda g: g.index)))
-
-
-def classify_error(output: str, returncode: int) -> str:
-    """Say in one line why nvidia-smi gave no data.
-
-    The texts are nvidia-smi's own, printed on **stdout** (FORMATS.md 1.2): driver not loaded (exit
-    9), ``Failed to initialize NVML: Driver/library version mismatch`` (18, observed), ``No devices
-    were found`` (6), ``Unable to determine the device handle for GPU 0000:02:00.0: GPU is lost…``
-    (also ``GPU0000:…`` on newer drivers, ``gpu …`` from ``-L``). A shell reports a missing binary
-    with exit 127 / ``command not found``.
-
-    Args:
-        output: nvidia-smi's stdout (and stderr, if the caller has it).
-        returncode: its exit status.
-
-    Returns:
-        One line for an operator (plain text; quotes host text with control characters removed).
-    """
-    return _classify(output, returncode)[0]
-
-
-def _classify(output: str, returncode: int) -> tuple[str, bool]:
-    """:func:`classify_error`'s message and whether the failure is fatal (see :class:`GpuError`)."""
-    text = output or ""
-    lower = text.lower()
-    if "couldn't communicate with the nvidia driver" in lower or "driver not loaded" in lower:
-        return MSG_DRIVER_NOT_LOADED, True
-    if "driver/library version mismatch" in lower:
-        version = _NVML_VERSION_RE.search(text)
-        suffix = f" (NVML library {_clean(version.group(1))})" if version else ""
-        return MSG_MISMATCH + suffix, True
-    if "no devices were found" in lower:
-        return MSG_NO_DEVICES, True
-    handle = _HANDLE_RE.search(text)
-    if handle:
-        bus_id, reason = handle.group(1), _clean(handle.group(2).splitlines()[0] if handle.group(2) else "")
-        if "gpu is lost" in reason.lower():
-            return f"GPU {bus_id} is lost (fell off the bus): reboot the host to recover it", False
-        return (f"GPU {bus_id} cannot be reached ({reason or 'no reason given'}); "
-                "the other GPUs can still be read one by one"), False
-    if returncode == 127 or "command not found" in lower or re.search(r"nvidia-smi: (?:\S+ )?not found", lower):
-        return MSG_NOT_INSTALLED, True
-    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    if not first:
-        return f"nvidia-smi gave no output (exit {returncode})", False
-    return f"nvidia-smi failed (exit {returncode}): {_clean(first)}", False
 
 
 # --- cells ------------------------------------------------------------------------------------------
@@ -343,12 +273,7 @@ def as_int(value: float | None) -> int | None:
 
 def cell_text(cell: str, limit: int = 40) -> str:
     """A cell as shown in a message: control characters dropped, cut to ``limit`` characters."""
-    return _clean(cell, limit)
-
-
-def _clean(text: str, limit: int = 200) -> str:
-    """Host text made one plain line by the one sanitiser (:func:`probes.hosttext.one_line`), cut to ``limit``."""
-    return one_line(text.strip(), max_chars=limit)
+    return one_line(cell.strip(), max_chars=limit)
 
 
 # --- the loop ---------------------------------------------------------------------------------------

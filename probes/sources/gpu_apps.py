@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from probes.data.state import GpuApps, GpuOrphan, GpuOrphans, GpuProcess, Unparsable
 from probes.sources.context import SourceContext
-from probes.sources.gpu import MAX_PID, as_int, cell_text, classify_error, numeric_cell
+from probes.sources.gpu import MAX_PID, as_int, cell_text, numeric_cell
+from probes.sources.gpu_errors import classify_error
 from probes.transport.runner import ProbeError
 
 #: Lists every PID in the cgroup ``$1`` and below: cgroup v2 (``/sys/fs/cgroup``), hybrid

@@ -14,7 +14,7 @@ from typing import Any
 
 from probes.data.state import GpuReading, GpuSample
 from probes.hosttext import one_line
-from probes.sources.gpu import MSG_DRIVER_NOT_LOADED, MSG_MISMATCH, MSG_NO_LIBRARY, GpuError
+from probes.sources.gpu_errors import MSG_DRIVER_NOT_LOADED, MSG_MISMATCH, MSG_NO_LIBRARY, GpuError
 
 class NvmlSource:
     """Local GPU sampling through NVML (``pynvml`` from the ``nvidia-ml-py`` package).
