@@ -41,7 +41,7 @@ class CannedRunner:
         self.calls: list[tuple[str, ...]] = []
         self.streams_opened: list[tuple[str, ...]] = []
         self._answers: dict[tuple[str, ...], Completed | ProbeError] = {}
-        self._streams: dict[tuple[str, ...], Stream] = {}
+        self._streams: dict[tuple[str, ...], list[Stream]] = {}
         self.transport = transport
         self.forward_error: ProbeError | None = None
         self.forwarded: list[int] = []
@@ -57,9 +57,11 @@ class CannedRunner:
             reply = Completed(tuple(prefix), returncode, reply, stderr)
         self._answers[tuple(prefix)] = reply
 
-    def answer_stream(self, prefix: Sequence[str], stream: Stream) -> None:
-        """Play ``stream`` for a ``stream`` of an argv starting with ``prefix``."""
-        self._streams[tuple(prefix)] = stream
+    def answer_stream(self, prefix: Sequence[str], *streams: Stream) -> None:
+        """Play ``streams`` for the next ``stream`` calls of an argv starting with ``prefix``, one
+        each, in order; the last one for every call after."""
+        assert streams
+        self._streams[tuple(prefix)] = list(streams)
 
     def ran(self, prefix: Sequence[str]) -> int:
         """How many ``run`` calls began with ``prefix``."""
@@ -83,7 +85,8 @@ class CannedRunner:
     def stream(self, argv: Sequence[str]) -> AsyncIterator[bytes]:
         key = tuple(argv)
         self.streams_opened.append(key)
-        return self._play(self._streams[self._match(key, self._streams)])
+        queue = self._streams[self._match(key, self._streams)]
+        return self._play(queue.pop(0) if len(queue) > 1 else queue[0])
 
     async def _play(self, canned: Stream) -> AsyncIterator[bytes]:
         for line in canned.lines:

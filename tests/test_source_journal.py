@@ -17,6 +17,7 @@ from probes.fold.model import HostModel
 from probes.sources.context import SourceContext
 from probes.sources.journal import JOURNAL_GUARD_S, JOURNAL_RECHECK_S, JournalSource
 from probes.spec import HostSpec
+from probes.transport.runner import ProbeError
 
 RECORDS = (Path(__file__).resolve().parent / "fixtures" / "journal" / "sglang-startup.jsonl").read_bytes().splitlines()
 T0 = 1_764_460_800.0
@@ -111,6 +112,25 @@ async def test_a_follow_that_began_empty_is_reopened_at_its_first_line(journal) 
     assert runner.ran(HAS_MORE) == 1
     assert model.seq == 10 and source.cursor == cursor_of(RECORDS[9])
     assert source.context.signals.log_known.is_set()
+
+
+async def test_a_trusted_reopen_that_fails_is_checked_again_at_the_next_follow(journal) -> None:
+    rig, source, runner, clock, model = journal
+    runner.answer(HAS_MORE, b"")  # begun empty: untrusted, reopened trusted at its first line ...
+    runner.answer_stream(FOLLOW, Stream(RECORDS[:1], hold=True),
+                         Stream(RECORDS[:5], then=ProbeError("closed", "gpu-node-1: connection lost")),
+                         Stream(RECORDS[5:10], hold=True))
+    rig.start()
+    await clock.settle()
+    assert source.reopened == 1 and runner.ran(HAS_MORE) == 1
+    f = model.state(clock.now()).failure("journal")
+    assert f is not None and f.kind == "closed"  # ... which then dropped
+    runner.answer(HAS_MORE, RECORDS[5])  # the journal has entries after the cursor now
+    await clock.advance(2)
+    # The follow after the drop is not a reopen for entries: journalctl -n 1 decides again.
+    assert len(runner.streams_opened) == 3 and runner.ran(HAS_MORE) == 2
+    assert runner.streams_opened[2][-2:] == ("--after-cursor", cursor_of(RECORDS[4]))
+    assert source.reopened == 1 and model.seq == 10 and not model.failing("journal")
 
 
 async def test_a_quiet_follow_with_entries_it_did_not_deliver_is_reopened(journal) -> None:

@@ -16,7 +16,7 @@ The record parser is :mod:`probes.logs.journal`; this is the command and the loo
    :data:`JOURNAL_GUARD_S` is checked twice, :data:`JOURNAL_RECHECK_S` apart, and reopened when
    the journal has an entry it did not deliver.
 
-Each follow ends in a named :class:`FollowEnd`; the loop decides from it what comes next.
+Each follow ends in a named :class:`FollowEnd`; from it the loop decides its next :class:`Step`.
 """
 
 from __future__ import annotations
@@ -81,6 +81,17 @@ def journal_access_problem(stdout: bytes, stderr: bytes, returncode: int, *, sud
     return found[1] if found is not None else None
 
 
+class Step(enum.Enum):
+    """What the journal loop does next."""
+
+    #: the plain-format access look (before the first follow, and until it passes)
+    LOOK = "look"
+    #: open a follow; ``journalctl -n 1`` says whether it can be trusted
+    FOLLOW = "follow"
+    #: open a follow at once, trusted: the last one (begun empty) has just seen entries arrive
+    FOLLOW_TRUSTED = "follow_trusted"
+
+
 class FollowEnd(enum.Enum):
     """How one ``journalctl -f`` ended."""
 
@@ -117,22 +128,23 @@ class JournalSource:
         self._unit_args = [flag, context.spec.unit]
 
     async def run(self) -> None:
-        """Follow until cancelled: the access look until it passes, then follow after follow."""
+        """Follow until cancelled: the access look until it passes, then follow after follow, each
+        next :class:`Step` decided by how the last one ended."""
         ctx = self.context
         delay = ctx.cadence.retry_s
-        readable = False
-        trusted_next = False  # the next follow is a reopen that is known to have entries
+        step = Step.LOOK
         while True:
             try:
-                if not readable:
-                    readable = await self._readable()
-                    if not readable:
+                if step is Step.LOOK:
+                    if not await self._readable():
                         delay = await ctx.retry(delay)
                         continue
-                end = await self._follow(trusted_next)
-                trusted_next = end is FollowEnd.ARRIVED
+                    step = Step.FOLLOW
+                trusted, step = step is Step.FOLLOW_TRUSTED, Step.FOLLOW
+                end = await self._follow(trusted)
                 if end in (FollowEnd.BEHIND, FollowEnd.ARRIVED):
                     self.reopened += 1
+                    step = Step.FOLLOW_TRUSTED if end is FollowEnd.ARRIVED else Step.FOLLOW
                     delay = ctx.cadence.retry_s
                     continue
                 if end is FollowEnd.ENDED:
