@@ -12,8 +12,7 @@ One long-lived task per probe, each a loop that never overlaps itself:
   bar yet and a hub model id), the repo's folder in the hub cache measured every
   ``download_interval_s`` (:mod:`probes.sources.download`).
 
-Each loop is a source of :mod:`probes.sources` (``JournalSource``, ``UnitSource``, ``GpuSource``,
-``GpuAppsSource``, ``HealthSource``, ``DownloadSource``) running on the one
+Each loop is a source of :mod:`probes.sources` running on the one
 :class:`~probes.sources.context.SourceContext` the watcher builds; the watcher only starts,
 supervises and stops them, and keeps the start history in step.
 
@@ -24,9 +23,9 @@ that raises anyway (a bug) is supervised: its cell fails with kind ``crashed`` a
 type and message, and the task is started again after a capped exponential backoff
 (:meth:`HostWatcher._supervise`); the host's other probes keep running.
 
-The watcher does not push snapshots: it calls
-``on_change(watcher)`` (cheap, possibly many times a second) and consumers pull :meth:`state`
-and :meth:`entries_after` at their own rate, which is how the dashboard coalesces per host.
+The watcher does not push snapshots: it calls ``on_change(watcher)`` (cheap, possibly many times a
+second) and consumers pull :meth:`state` and :meth:`entries_after` at their own rate, which is how
+the dashboard coalesces per host.
 """
 
 from __future__ import annotations
@@ -83,7 +82,16 @@ class HostWatcher:
             None keeps no history.
         history_every_s: how often (clock seconds) the history task looks at the state.
         download_interval_s: how often a download's folder is measured (clock seconds).
+
+    Attributes:
+        model: the host's :class:`~probes.fold.model.HostModel`. context: the
+            :class:`~probes.sources.context.SourceContext` every source runs on. journal, gpu,
+            download: the sources the tests and the dashboard look into (the journal's cursor, the
+            learnt GPU count, the download loop run alone); sources: every probe's loop by cell
+            name. The intervals above are attributes too (their context's :class:`Cadence`: a
+            change before :meth:`start` is what the loops use). crashes: see :meth:`_supervise`.
     """
+
     unit_interval_s = _cadence("unit_interval_s")
     health_interval_s = _cadence("health_interval_s")
     gpu_interval_s = _cadence("gpu_interval_s")
