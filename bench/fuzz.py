@@ -61,6 +61,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from probes.sources import gpu as gpu_probe
+from probes.sources import gpu_apps as gpu_apps_probe
+from probes.sources import gpu_errors
 from probes.sources import health as health_probe
 from probes.sources import unit as unit_probe
 from probes.sources.download import parse_unit_env
@@ -277,7 +279,7 @@ def run_unit(data: bytes) -> None:
 def run_gpu(data: bytes) -> None:
     text = data.decode("utf-8", "replace")
     model = HostModel("h", "sglang.service")
-    gpu_probe.classify_error(text, 1)
+    gpu_errors.classify_error(text, 1)
     for line in text.splitlines():
         try:
             gpu_probe.parse_query_row(line)
@@ -285,14 +287,14 @@ def run_gpu(data: bytes) -> None:
             pass
     try:
         reading = gpu_probe.parse_query(text, NOW)
-    except gpu_probe.GpuError:
+    except gpu_errors.GpuError:
         reading = None
     if reading is not None:
         model.apply(reading)
         index = {g.uuid: g.index for g in reading.gpus if g.uuid}
     else:
         index = {}
-    apps = gpu_probe.read_compute_apps(text, index)
+    apps = gpu_apps_probe.read_compute_apps(text, index)
     for bad in apps.bad:
         bad.message  # noqa: B018 - the message is built from host text
     model.apply(GpuApps(NOW, apps.apps))

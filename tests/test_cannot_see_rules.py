@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from probes.fold.access import LASTING, REASONS, classify, reason_words
-from probes.watch.watcher import access_problem
+from probes.sources.unit import access_problem
 
 
 @pytest.mark.parametrize(("text", "rc", "sudo", "reason"), [

@@ -347,7 +347,7 @@ class CacheHost:
 @contextlib.asynccontextmanager
 async def download_task(w: HostWatcher) -> AsyncIterator[None]:
     """Run only the watcher's download task (the clock drives it), cancelled at the end."""
-    task = asyncio.create_task(w._download())
+    task = asyncio.create_task(w.download.run())
     try:
         yield
     finally:
@@ -510,8 +510,8 @@ async def test_live_watcher_shows_a_silent_vllm_download_from_the_units_environm
                     apps_interval_s=0.5, retry_s=0.2, download_interval_s=0.3)
     w.start()
     try:
-        await until("a first look at the folder", lambda: len(w.model._download) >= 1)
-        assert w.model._download[-1].path == str(repo) and w.state().download is None
+        await until("a first look at the folder", lambda: len(w.model.download_samples()) >= 1)
+        assert w.model.download_samples()[-1].path == str(repo) and w.state().download is None
         with open(repo / "blobs" / "w1.incomplete", "ab") as f:
             f.write(b"\1" * 7_000_000)
         await until("the download's growth", lambda: w.state().download is not None)

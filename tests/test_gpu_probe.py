@@ -17,9 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from probes.sources.gpu import (MSG_DRIVER_NOT_LOADED, MSG_MISMATCH, MSG_NO_DEVICES, MSG_NO_LIBRARY,
-                                MSG_NOT_INSTALLED, QUERY_FIELDS, GpuError, NvmlSource, classify_error,
-                                parse_query, parse_query_line, query_argv)
+from probes.sources.gpu import QUERY_FIELDS, parse_query, parse_query_line, query_argv
+from probes.sources.gpu_errors import (MSG_DRIVER_NOT_LOADED, MSG_MISMATCH, MSG_NO_DEVICES, MSG_NO_LIBRARY,
+                                       MSG_NOT_INSTALLED, GpuError, classify_error)
+from probes.sources.nvml import NvmlSource
 from probes.data.state import GpuReading, GpuSample
 
 SMI = Path(__file__).resolve().parent / "fixtures" / "nvidia-smi"

@@ -30,7 +30,7 @@ async def _follow_three_fresh_units(host: SystemdHost) -> list[tuple[HostWatcher
         out.append((w, unit))
     # every follow is open and has shown the nothing there is before the units start: each
     # journalctl -f of the three units waits in sd_journal_wait (a poll) on the host
-    await until("three follows open", lambda: all(w._journal_open for w, _ in out), 30)
+    await until("three follows open", lambda: all(w.journal.is_open for w, _ in out), 30)
     await until("three journalctl -f waiting for entries", lambda: _follows_waiting(host, [u for _, u in out]),
                 30, every=0.05)
     for _, unit in out:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from probes.sources.gpu import MSG_MISMATCH, MSG_NOT_INSTALLED
+from probes.sources.gpu_errors import MSG_MISMATCH, MSG_NOT_INSTALLED
 from testhost import TestHost
 from tui.cli import main
 

@@ -295,7 +295,7 @@ async def test_the_first_gpu_sample_shows_without_waiting_for_the_second(testhos
         await until("the first GPU sample", lambda: w.state().gpus is not None, 15.0)
         gpus = w.state().gpus
         assert gpus is not None and [g.index for g in gpus.gpus] == list(range(8))
-        assert w._gpu_count == 0  # not learnt from a sample that was cut by time
+        assert w.gpu.gpu_count == 0  # not learnt from a sample that was cut by time
     finally:
         await w.stop()
 

@@ -23,11 +23,11 @@ from test_live_watch import FAST, Recorder, batch, texts
 from waiting import until
 from testhost import FIXTURES, TestHost
 
-from probes.sources import gpu as gpu_probe
+from probes.sources import gpu_apps as gpu_apps_probe
 from probes.sources import unit as unit_probe
 from probes.clock import WallClock
-from probes.sources.gpu import (COMPUTE_FIELDS, QUERY_FIELDS, UnparsableValue, parse_compute_apps,
-                                parse_query, parse_query_line, parse_query_row, read_compute_apps)
+from probes.sources.gpu import QUERY_FIELDS, UnparsableValue, parse_query, parse_query_line, parse_query_row
+from probes.sources.gpu_apps import COMPUTE_FIELDS, parse_compute_apps, read_compute_apps
 from probes.data.state import Unparsable
 from probes.spec import HostSpec
 from probes.watch.watcher import HostWatcher
@@ -190,7 +190,7 @@ async def test_a_probe_task_that_raises_is_named_restarted_and_the_others_keep_g
     # A bug no input path catches (here: the process-list parser raising twice) is shown as what
     # it is, the task restarts with a doubling delay, and the journal never stops.
     rec = Recorder()
-    real = gpu_probe.read_compute_apps
+    real = gpu_apps_probe.read_compute_apps
     calls = {"n": 0}
 
     def broken(*args: object, **kw: object) -> object:
@@ -199,7 +199,7 @@ async def test_a_probe_task_that_raises_is_named_restarted_and_the_others_keep_g
             raise OverflowError("cannot convert float infinity to integer")
         return real(*args, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(gpu_probe, "read_compute_apps", broken)
+    monkeypatch.setattr(gpu_apps_probe, "read_compute_apps", broken)
     w = watch(testhost, rec)
     w.start()
     try:

@@ -15,11 +15,12 @@ import httpx
 import pytest
 
 from probes.sources import gpu as gpu_probe
+from probes.sources import gpu_errors
 from probes.sources import unit as unit_probe
 from probes.sources.health import probe_health
 from probes.transport.runner import ProbeError
 from probes.transport.ssh import SshRunner
-from probes.watch.watcher import journal_argv
+from probes.sources.journal import journal_argv
 from testhost import FIXTURES, TestHost
 from waiting import until
 
@@ -142,7 +143,7 @@ async def test_nvidia_smi_error_prints_the_real_text_with_its_exit_code(runner: 
     done = await runner.run(gpu_probe.query_argv())
     assert done.returncode == 18  # exit-codes.tsv
     assert done.stdout == (FIXTURES / "nvidia-smi" / "error.driver-library-mismatch.txt").read_bytes()
-    assert "mismatch" in gpu_probe.classify_error(done.stdout.decode(), done.returncode).lower()
+    assert "mismatch" in gpu_errors.classify_error(done.stdout.decode(), done.returncode).lower()
     testhost.set_nvidia_error(None)
     assert (await runner.run(gpu_probe.query_argv())).returncode == 0
 

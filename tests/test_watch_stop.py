@@ -14,7 +14,8 @@ import probes.watch.watcher as watch_mod
 from probes.clock import ManualClock
 from probes.transport.local import LocalRunner
 from probes.spec import HostSpec
-from probes.watch.watcher import HostWatcher, _wait_event
+from probes.sources.context import wait_event as _wait_event
+from probes.watch.watcher import HostWatcher
 
 
 async def test_wait_event_times_out_is_set_and_never_swallows_a_cancellation() -> None:

@@ -27,7 +27,7 @@ from textual.worker import Worker, WorkerState
 
 from probes.store.audit import AuditLog
 from probes.clock import Clock, WallClock
-from probes.sources.gpu import NvmlSource
+from probes.sources.nvml import NvmlSource
 from probes.store.history import History
 from probes.hosttext import lines, one_line
 from probes.transport.runner import Runner

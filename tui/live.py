@@ -8,7 +8,8 @@
 from __future__ import annotations
 
 from probes.clock import Clock, WallClock
-from probes.sources.gpu import GpuError, NvmlSource
+from probes.sources.gpu_errors import GpuError
+from probes.sources.nvml import NvmlSource
 from probes.transport.local import LocalRunner
 from probes.transport.runner import Runner
 from probes.transport.ssh import SshRunner

@@ -23,7 +23,7 @@ from typing import IO, Any
 from probes.clock import Clock, WallClock
 from probes.fold.eta import eta_for, typical_words
 from probes.fold.download import download_words
-from probes.sources.gpu import NvmlSource
+from probes.sources.nvml import NvmlSource
 from probes.store.history import History
 from probes.hosttext import json_text, one_line
 from probes.data.state import CONNECTION_KINDS
@@ -220,7 +220,7 @@ class Answered:
         self._last: dict[int, tuple[int, float]] = {}
 
     def __call__(self, w: HostWatcher) -> bool:
-        if w.model.unreachable() and w.model._unit is None:
+        if w.model.unreachable() and w.model.last_unit() is None:
             return True  # could not connect at all: nothing more will come before the timeout
         if not w.answered():
             return False

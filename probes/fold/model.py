@@ -256,6 +256,38 @@ class HostModel:
         """Whether some probe lost the connection to the host (and it has not come back)."""
         return any(f.kind in CONNECTION_KINDS for f in self._failures.values())
 
+    def last_unit(self) -> UnitState | None:
+        """The last ``systemctl show`` read, or None."""
+        return self._unit
+
+    def last_gpus(self) -> GpuReading | None:
+        """The last GPU reading, or None."""
+        return self._gpus
+
+    def last_gpu_apps(self) -> GpuApps | None:
+        """The last list of processes holding GPU memory, or None."""
+        return self._gpu_apps
+
+    def last_health(self) -> Health | None:
+        """The last health answer, or None."""
+        return self._health
+
+    def failure(self, probe: str) -> ProbeFailure | None:
+        """``probe``'s current failure, or None."""
+        return self._failures.get(probe)
+
+    def download_samples(self) -> tuple[DownloadSample, ...]:
+        """The download folder's samples kept (oldest first; at most :data:`DOWNLOAD_KEEP`)."""
+        return tuple(self._download)
+
+    def log_reading(self) -> Reading:
+        """What the log says so far (:meth:`StartupReader.reading`)."""
+        return self.reader.reading()
+
+    def log_engine(self) -> str | None:
+        """The engine the log names, or the one configured; None while unknown."""
+        return self.reader.engine
+
     def has_read(self, probe: str) -> bool:
         """Whether ``probe`` has delivered at least once (cheap)."""
         return probe in self._read

@@ -50,7 +50,11 @@ import re
 from collections.abc import Mapping
 
 from probes.data.download import DownloadSample
+from probes.data.state import CONNECTION_KINDS, ProbeOk
+from probes.fold.download import hub_repo_id, wanted
+from probes.sources.context import SourceContext
 from probes.sources.unit import parse_properties
+from probes.transport.runner import Completed, ProbeError
 
 #: Seconds between two looks at the folder while a download is being watched.
 SAMPLE_INTERVAL_S = 5.0
@@ -288,3 +292,106 @@ def parse_sample(stdout: str, time: float, path: str) -> DownloadSample:
     return DownloadSample(time, path, "ok", size, expected)
 
 
+# --- the loop ---------------------------------------------------------------------------------------
+
+
+class DownloadSource:
+    """The download probe's loop: measure the model's folder in the hub cache every
+    ``download_interval_s`` while the start downloads (:func:`probes.fold.download.wanted`), one
+    command at a time, each with a time limit. A failure is this cell's only (``download``): a lost
+    connection is left to the other probes to say, a slow ``du`` is a command failure, never a
+    stale host. A folder the SSH user may not read is looked at again through ``sudo -n`` when the
+    host has ``sudo = true`` (system units).
+
+    Args:
+        context: the host's :class:`~probes.sources.context.SourceContext`.
+    """
+
+    def __init__(self, context: SourceContext) -> None:
+        self.context = context
+        #: (MainPID, InvocationID) the hub cache was found for, and the folder (None: unknown).
+        self._hub_cache: tuple[tuple[int | None, str | None], str | None] | None = None
+
+    async def find_hub_cache(self) -> str | None:
+        """The hub cache folder of the current process: ``hf_cache`` when configured, else from the
+        unit's ``Environment=`` and its user's home (``getent passwd``), looked up once per process
+        (MainPID, InvocationID). None when it cannot be known.
+
+        Raises:
+            ProbeError: the connection failed.
+        """
+        ctx = self.context
+        spec = ctx.spec
+        if spec.hf_cache:
+            return spec.hf_cache
+        u = ctx.unit()
+        key = (u.main_pid, u.invocation_id) if u is not None else (None, None)
+        if self._hub_cache is not None and self._hub_cache[0] == key:
+            return self._hub_cache[1]
+        done = await ctx.runner.run(ctx.privileged(unit_env_argv(spec.unit, user_unit=spec.user_unit)),
+                                    timeout=30.0)
+        env, user = parse_unit_env(done.stdout.decode("utf-8", "replace"))
+        if spec.user_unit:  # the SSH user's own manager: its home
+            done = await ctx.runner.run(["sh", "-c", 'printf "%s\\n" "$HOME"'], timeout=30.0)
+            home = done.stdout.decode("utf-8", "replace").strip() or None
+        else:
+            name = user or "root"
+            done = await ctx.runner.run(["getent", "passwd", name], timeout=30.0)
+            home = home_from_passwd(done.stdout.decode("utf-8", "replace"))
+            if home is None and name in ("root", "0"):
+                home = "/root"
+        cache = hub_cache(env, home if home is None or home.startswith("/") else None)
+        self._hub_cache = (key, cache)
+        return cache
+
+    async def run(self) -> None:
+        """Watch downloads until cancelled."""
+        ctx = self.context
+        spec = ctx.spec
+        sudo = False
+        while True:
+            s = ctx.state()
+            if not wanted(s.state, s.phase, s.progress.phase if s.progress is not None else None, s.model):
+                if ctx.failing("download") and not ctx.unreachable():
+                    # That download is over. (Not while the host is out of reach: a ProbeOk says
+                    # the connection works.)
+                    ctx.emit(ProbeOk(ctx.clock.now(), "download"))
+                await ctx.clock.sleep(ctx.cadence.unit_interval_s)
+                continue
+            repo = hub_repo_id(s.model)
+            assert repo is not None
+            path = ""
+            done: Completed | None = None
+            try:
+                cache = await self.find_hub_cache()
+                if cache is None:
+                    ctx.fail("download", "command", "the Hugging Face cache folder is not known (HF_HOME or "
+                             "HF_HUB_CACHE is relative, or the user's home is unknown): set hf_cache for this host")
+                    await ctx.clock.sleep(ctx.cadence.download_interval_s)
+                    continue
+                path = repo_dir(cache, repo)
+                argv = sample_argv(path)
+                done = await ctx.runner.run(["sudo", "-n", *argv] if sudo else argv, timeout=SAMPLE_TIMEOUT_S)
+                sample = parse_sample(done.stdout.decode("utf-8", "replace"), ctx.clock.now(), path)
+            except ProbeError as exc:
+                if exc.kind == "timeout":
+                    ctx.fail("download", "command", f"du of {path or 'the cache'} took more than {SAMPLE_TIMEOUT_S:.0f} s")
+                elif exc.kind not in CONNECTION_KINDS:
+                    ctx.fail("download", exc.kind, exc.message)
+                await ctx.clock.sleep(ctx.cadence.download_interval_s)
+                continue
+            except ValueError as exc:
+                err = done.stderr.decode("utf-8", "replace").strip().splitlines() if done is not None else []
+                ctx.fail("download", "command", f"{path}: {err[0][:200] if err else exc}")
+                await ctx.clock.sleep(ctx.cadence.download_interval_s)
+                continue
+            if sample.status == "denied" and not sudo and spec.sudo and not spec.user_unit:
+                sudo = True  # e.g. /root/.cache: look again through sudo -n at once
+                continue
+            if sample.status == "denied":
+                ctx.fail("download", "permission", f"{path}: the SSH user may not read it"
+                         + ("" if sudo else " (set sudo = true for this host, or hf_cache)"))
+            else:
+                ctx.ok("download")
+                ctx.emit(sample)
+            await ctx.clock.sleep(ctx.cadence.download_interval_s)

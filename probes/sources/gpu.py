@@ -22,21 +22,28 @@ an :class:`Unparsable` naming the column, so the caller can say "unparsable valu
 memory.used" while the other values keep updating. A row whose key cell (the index, a process's
 pid) is unusable raises :class:`UnparsableValue` (a ``ValueError``) with the same description.
 
-**NVML** (nvidia-ml-py 13.615.71, module ``pynvml``; FORMATS.md 1.7): :class:`NvmlSource`. Memory
-comes in bytes, power in milliwatts; per-field ``NVMLError`` (``NotSupported`` under MIG, …) gives
-``None``; a device whose handle cannot be had (``GpuIsLost``, ``Unknown``) gives a sample with a
-note; a driver-level failure raises :class:`GpuError`.
+**NVML** (locally): :class:`probes.sources.nvml.NvmlSource`, sampled by the same loop
+(:class:`GpuSource`). The processes holding GPU memory: :mod:`probes.sources.gpu_apps`.
+
+**The loop** (:class:`GpuSource`): one ``nvidia-smi --query-gpu … -lms`` stream per connection;
+its rows are grouped into samples (a sample ends when the index goes down, or once it has as many
+rows as the last whole sample); the first sample, whose GPU count is not known until the next one
+begins, is shown :data:`EARLY_GPU_S` real seconds after its last row.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
+from probes.data.state import GpuReading, GpuSample, Unparsable
 from probes.hosttext import one_line
-from probes.data.state import GpuProcess, GpuReading, GpuSample, Unparsable
+from probes.sources.gpu_errors import GpuError, classify, classify_error
+from probes.sources.context import SourceContext
+from probes.transport.runner import ProbeError
 
 #: The ``--query-gpu`` fields, in the order :class:`GpuSample` is read from.
 QUERY_FIELDS: tuple[str, ...] = (
@@ -74,15 +81,6 @@ _NUMBER_RE = re.compile(r"([-+]?\d+(?:\.\d+)?)(?:\s*(?:MiB|%|W|C|MHz))?", re.ASC
 #: and notes of drivers not seen yet).
 _BRACKET_RE = re.compile(r"\[[^\]]*\]")
 _UUID_RE = re.compile(r"(?:GPU|MIG)-[0-9A-Za-z-]+")
-_HANDLE_RE = re.compile(r"Unable to determine the device handle for gpu\s*([0-9A-Fa-f:.]+)\s*:\s*(.*)", re.I)
-_NVML_VERSION_RE = re.compile(r"NVML library version:\s*(\S+)")
-
-# One line for an operator per failure (shared by nvidia-smi and NVML).
-MSG_DRIVER_NOT_LOADED = "NVIDIA driver not loaded (kernel module missing, e.g. after a kernel update)"
-MSG_MISMATCH = "NVIDIA driver/library version mismatch: reboot or reload the nvidia kernel module"
-MSG_NO_DEVICES = "no NVIDIA GPU found: the driver is loaded but sees no device"
-MSG_NOT_INSTALLED = "nvidia-smi not found on the host (no NVIDIA driver installed?)"
-MSG_NO_LIBRARY = "NVML library not found (libnvidia-ml.so.1): no NVIDIA driver installed?"
 
 
 class UnparsableValue(ValueError):
@@ -103,15 +101,6 @@ class GpuRow:
     bad: tuple[Unparsable, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class AppsRead:
-    """A ``--query-compute-apps`` output read: the processes, and the cells that could not be read
-    (a row whose pid cannot be read is left out; one whose memory cannot has ``mem_mib`` None)."""
-
-    apps: tuple[GpuProcess, ...]
-    bad: tuple[Unparsable, ...] = ()
-
-
 #: Plausible ranges per numeric column (inclusive): a value outside is unparsable, not data.
 #: Memory: up to 2**40 MiB (an exbibyte); power: up to 100 kW; temperature: -100..300 °C.
 COLUMN_RANGES: dict[str, tuple[float, float]] = {
@@ -127,22 +116,6 @@ COLUMN_RANGES: dict[str, tuple[float, float]] = {
 MAX_GPU_INDEX = 4096
 #: Largest PID read: Linux's ``PID_MAX_LIMIT`` (2**22).
 MAX_PID = 2**22
-
-
-class GpuError(Exception):
-    """The GPU probe could not read any GPU.
-
-    Args:
-        message: one line for an operator (plain text; may quote host output).
-        fatal: True when polling again cannot help until someone acts on the host (driver not
-            loaded, library mismatch, no GPU, no nvidia-smi); False when it may be passing or partial
-            (one GPU's handle lost: the others can still be read one by one with ``-i``).
-    """
-
-    def __init__(self, message: str, fatal: bool = False) -> None:
-        super().__init__(message)
-        self.message = message
-        self.fatal = fatal
 
 
 def query_argv(loop_ms: int | None = None) -> list[str]:
@@ -205,20 +178,20 @@ def parse_query_row(line: str) -> GpuRow:
     if not (index_cell.isascii() and index_cell.isdigit()):
         raise ValueError(f"not a --query-gpu row (index {index_cell[:20]!r}): {line.strip()[:80]!r}")
     if len(index_cell) > 6 or int(index_cell) > MAX_GPU_INDEX:
-        raise UnparsableValue(Unparsable("index", _cut(index_cell), f"not a GPU index (0..{MAX_GPU_INDEX})"))
+        raise UnparsableValue(Unparsable("index", cell_text(index_cell), f"not a GPU index (0..{MAX_GPU_INDEX})"))
     index = int(index_cell)
     note = RESET_TOKEN if any(c.lower() == RESET_TOKEN.lower() for c in cells) else None
     bad: list[Unparsable] = []
-    read = [_cell(cell, column, bad, index) for cell, column in zip(values, QUERY_FIELDS[3:])]
+    read = [numeric_cell(cell, column, bad, index) for cell, column in zip(values, QUERY_FIELDS[3:])]
     used, total, util, temp, power, limit = read
     sample = GpuSample(
         index=index,
         uuid=uuid_cell if _UUID_RE.fullmatch(uuid_cell) else "",
         name=", ".join(middle),
-        mem_used_mib=_as_int(used),
-        mem_total_mib=_as_int(total),
-        util_pct=_as_int(util),
-        temp_c=_as_int(temp),
+        mem_used_mib=as_int(used),
+        mem_total_mib=as_int(total),
+        util_pct=as_int(util),
+        temp_c=as_int(temp),
         power_w=power,
         power_limit_w=limit,
         note=note,
@@ -252,254 +225,9 @@ def parse_query(text: str, time: float, *, returncode: int = 0) -> GpuReading:
         except ValueError:
             continue
     if not gpus:
-        message, fatal = _classify(text, returncode)
+        message, fatal = classify(text, returncode)
         raise GpuError(message, fatal)
     return GpuReading(time=time, gpus=tuple(sorted(gpus, key=lambda g: g.index)))
-
-
-#: The ``--query-compute-apps`` fields, in the order :func:`parse_compute_apps` reads them.
-COMPUTE_FIELDS: tuple[str, ...] = ("pid", "process_name", "used_memory", "gpu_uuid")
-
-
-def compute_apps_argv() -> list[str]:
-    """The ``nvidia-smi`` command listing processes that hold GPU memory (one row per process and
-    GPU): ``["nvidia-smi", "--query-compute-apps=pid,process_name,used_memory,gpu_uuid",
-    "--format=csv,noheader,nounits"]``."""
-    return ["nvidia-smi", "--query-compute-apps=" + ",".join(COMPUTE_FIELDS), "--format=csv,noheader,nounits"]
-
-
-def parse_compute_apps(text: str, uuid_index: dict[str, int] | None = None) -> tuple[GpuProcess, ...]:
-    """The processes of :func:`read_compute_apps` (what could not be read left out or None)."""
-    return read_compute_apps(text, uuid_index).apps
-
-
-def read_compute_apps(text: str, uuid_index: dict[str, int] | None = None) -> AppsRead:
-    """Parse the :func:`compute_apps_argv` output.
-
-    Format of ``nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid
-    --format=csv,noheader,nounits`` (FORMATS.md 1.3; fixtures ``compute-apps.*.csv``): ``51873,
-    sglang::scheduler_TP0, 73072, GPU-…``. No process: empty output, exit 0. The name is what
-    ``/proc/PID/cmdline`` shows (engines set titles) and may hold commas, so the row is read
-    outside-in. Memory is MiB; ``[N/A]`` (Windows WDDM, restricted containers) gives None, and so
-    does ``[Insufficient Permissions]`` as a name (kept as the name text).
-
-    Args:
-        text: stdout. uuid_index: GPU uuid → index from the last ``--query-gpu`` sample, so each
-            process gets its GPU's index (None when the uuid is unknown).
-
-    Returns:
-        The processes in output order (lines that are not rows are skipped) and the cells that
-        could not be read: a pid of 0 or over :data:`MAX_PID` leaves its row out (it names no
-        process that could be acted on); a memory cell that is not a size in range is None.
-    """
-    out = []
-    bad: list[Unparsable] = []
-    for line in text.splitlines():
-        cells = [c.strip() for c in line.strip().split(",")]
-        if len(cells) < 4 or not (cells[0].isascii() and cells[0].isdigit()):
-            continue
-        if len(cells[0]) > 8 or not 0 < int(cells[0]) <= MAX_PID:
-            bad.append(Unparsable("pid", _cut(cells[0]), f"not a process id (1..{MAX_PID})"))
-            continue
-        uuid = cells[-1]
-        name = ", ".join(cells[1:-2])
-        out.append(GpuProcess(pid=int(cells[0]), name=name, mem_mib=_as_int(_cell(cells[-2], "used_memory", bad)),
-                              gpu_uuid=uuid, gpu_index=(uuid_index or {}).get(uuid)))
-    return AppsRead(tuple(out), tuple(bad))
-
-
-def classify_error(output: str, returncode: int) -> str:
-    """Say in one line why nvidia-smi gave no data.
-
-    The texts are nvidia-smi's own, printed on **stdout** (FORMATS.md 1.2): driver not loaded (exit
-    9), ``Failed to initialize NVML: Driver/library version mismatch`` (18, observed), ``No devices
-    were found`` (6), ``Unable to determine the device handle for GPU 0000:02:00.0: GPU is lost…``
-    (also ``GPU0000:…`` on newer drivers, ``gpu …`` from ``-L``). A shell reports a missing binary
-    with exit 127 / ``command not found``.
-
-    Args:
-        output: nvidia-smi's stdout (and stderr, if the caller has it).
-        returncode: its exit status.
-
-    Returns:
-        One line for an operator (plain text; quotes host text with control characters removed).
-    """
-    return _classify(output, returncode)[0]
-
-
-def _classify(output: str, returncode: int) -> tuple[str, bool]:
-    """:func:`classify_error`'s message and whether the failure is fatal (see :class:`GpuError`)."""
-    text = output or ""
-    lower = text.lower()
-    if "couldn't communicate with the nvidia driver" in lower or "driver not loaded" in lower:
-        return MSG_DRIVER_NOT_LOADED, True
-    if "driver/library version mismatch" in lower:
-        version = _NVML_VERSION_RE.search(text)
-        suffix = f" (NVML library {_clean(version.group(1))})" if version else ""
-        return MSG_MISMATCH + suffix, True
-    if "no devices were found" in lower:
-        return MSG_NO_DEVICES, True
-    handle = _HANDLE_RE.search(text)
-    if handle:
-        bus_id, reason = handle.group(1), _clean(handle.group(2).splitlines()[0] if handle.group(2) else "")
-        if "gpu is lost" in reason.lower():
-            return f"GPU {bus_id} is lost (fell off the bus): reboot the host to recover it", False
-        return (f"GPU {bus_id} cannot be reached ({reason or 'no reason given'}); "
-                "the other GPUs can still be read one by one"), False
-    if returncode == 127 or "command not found" in lower or re.search(r"nvidia-smi: (?:\S+ )?not found", lower):
-        return MSG_NOT_INSTALLED, True
-    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    if not first:
-        return f"nvidia-smi gave no output (exit {returncode})", False
-    return f"nvidia-smi failed (exit {returncode}): {_clean(first)}", False
-
-
-# --- NVML -----------------------------------------------------------------------------------------
-
-
-class NvmlSource:
-    """Local GPU sampling through NVML (``pynvml`` from the ``nvidia-ml-py`` package).
-
-    Calls block (ctypes into ``libnvidia-ml.so.1``); run :meth:`sample` in a thread from async
-    code. Values match the nvidia-smi source: memory bytes → MiB (``// 1024**2``), power mW → W,
-    ``power_limit_w`` from ``nvmlDeviceGetPowerManagementLimit`` (nvidia-smi's ``power.limit``).
-
-    Args:
-        nvml: the ``pynvml`` module, or an object with the same names (tests); None imports it.
-    """
-
-    #: NVML errors that mean the driver state is gone for every device (nvidia_gpu_exporter
-    #: re-initialises on these); they raise :class:`GpuError` instead of giving None.
-    FATAL_ERRORS = ("NVMLError_Uninitialized", "NVMLError_DriverNotLoaded",
-                    "NVMLError_LibRmVersionMismatch", "NVMLError_LibraryNotFound")
-    #: NVML errors that mean one device is unusable: its sample carries a note.
-    DEVICE_ERRORS = ("NVMLError_GpuIsLost", "NVMLError_Unknown", "NVMLError_ResetRequired")
-
-    def __init__(self, nvml: Any = None) -> None:
-        if nvml is None:
-            import pynvml  # imported only where NVML is wanted
-
-            nvml = pynvml
-        self._nvml = nvml
-        self._open = False
-
-    @classmethod
-    def open(cls, nvml: Any = None) -> NvmlSource:
-        """Initialise NVML (``nvmlInit``) and return a source ready to sample.
-
-        Args:
-            nvml: as for the constructor.
-
-        Raises:
-            GpuError: NVML cannot start (library not found, driver not loaded, driver/library
-                mismatch, …); always ``fatal``.
-        """
-        source = cls(nvml)
-        try:
-            source._nvml.nvmlInit()
-        except source._error_class("NVMLError") as exc:
-            raise GpuError(source._message(exc), fatal=True) from exc
-        source._open = True
-        return source
-
-    def sample(self, time: float) -> GpuReading:
-        """Read every GPU once.
-
-        Args:
-            time: when the sample is taken (epoch seconds; the injected clock's "now").
-
-        Returns:
-            One sample per device in index order. A field NVML cannot give is None; a device that
-            cannot be reached is a sample with empty uuid/name, None values and a note
-            (``GPU is lost``, ``Unknown Error``).
-
-        Raises:
-            GpuError: NVML as a whole failed (driver gone, not initialised).
-        """
-        nvml = self._nvml
-        nvml_error = self._error_class("NVMLError")
-        try:
-            count = nvml.nvmlDeviceGetCount()
-        except nvml_error as exc:
-            raise GpuError(self._message(exc), fatal=self._is(exc, self.FATAL_ERRORS)) from exc
-        gpus = []
-        for index in range(count):
-            try:
-                handle = nvml.nvmlDeviceGetHandleByIndex(index)
-            except nvml_error as exc:
-                if self._is(exc, self.FATAL_ERRORS):
-                    raise GpuError(self._message(exc), fatal=True) from exc
-                gpus.append(GpuSample(index, "", "", None, None, None, note=str(exc)))
-                continue
-            gpus.append(self._device(index, handle))
-        return GpuReading(time=time, gpus=tuple(gpus))
-
-    def close(self) -> None:
-        """Shut NVML down (``nvmlShutdown``); safe to call twice."""
-        if not self._open:
-            return
-        self._open = False
-        try:
-            self._nvml.nvmlShutdown()
-        except self._error_class("NVMLError"):
-            pass
-
-    def __enter__(self) -> NvmlSource:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    # -- helpers --
-
-    def _device(self, index: int, handle: Any) -> GpuSample:
-        """One device's sample; each field read on its own so one failure costs one value."""
-        nvml = self._nvml
-        notes: list[str] = []
-
-        def field(call: Callable[[], Any]) -> Any:
-            try:
-                return call()
-            except self._error_class("NVMLError") as exc:
-                if self._is(exc, self.FATAL_ERRORS):
-                    raise GpuError(self._message(exc), fatal=True) from exc
-                if self._is(exc, self.DEVICE_ERRORS) and str(exc) not in notes:
-                    notes.append(str(exc))
-                return None
-
-        memory = field(lambda: nvml.nvmlDeviceGetMemoryInfo(handle))
-        util = field(lambda: nvml.nvmlDeviceGetUtilizationRates(handle))
-        power_mw = field(lambda: nvml.nvmlDeviceGetPowerUsage(handle))
-        limit_mw = field(lambda: nvml.nvmlDeviceGetPowerManagementLimit(handle))
-        return GpuSample(
-            index=index,
-            uuid=_text(field(lambda: nvml.nvmlDeviceGetUUID(handle))),
-            name=_text(field(lambda: nvml.nvmlDeviceGetName(handle))),
-            mem_used_mib=_mib(getattr(memory, "used", None)),
-            mem_total_mib=_mib(getattr(memory, "total", None)),
-            util_pct=_available(getattr(util, "gpu", None)),
-            temp_c=_available(field(lambda: nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU))),
-            power_w=_watts(power_mw),
-            power_limit_w=_watts(limit_mw),
-            note="; ".join(notes) or None,
-        )
-
-    def _error_class(self, name: str) -> type[BaseException] | tuple[()]:
-        """The bindings' exception class ``name``, or ``()`` (matches nothing) when they lack it."""
-        return getattr(self._nvml, name, ())
-
-    def _is(self, exc: BaseException, names: tuple[str, ...]) -> bool:
-        return any(isinstance(exc, self._error_class(name)) for name in names)
-
-    def _message(self, exc: BaseException) -> str:
-        """One line for an operator about a host-level NVML failure."""
-        if self._is(exc, ("NVMLError_LibraryNotFound",)):
-            return MSG_NO_LIBRARY
-        if self._is(exc, ("NVMLError_DriverNotLoaded",)):
-            return MSG_DRIVER_NOT_LOADED
-        if self._is(exc, ("NVMLError_LibRmVersionMismatch",)):
-            return MSG_MISMATCH
-        return f"NVML failed: {_clean(str(exc))}"
 
 
 # --- cells ------------------------------------------------------------------------------------------
@@ -510,7 +238,7 @@ def _is_token(cell: str) -> bool:
     return cell.lower() in NA_TOKENS or cell.lower() == RESET_TOKEN.lower()
 
 
-def _cell(cell: str, column: str, bad: list[Unparsable], gpu: int | None = None) -> float | None:
+def numeric_cell(cell: str, column: str, bad: list[Unparsable], gpu: int | None = None) -> float | None:
     """A numeric cell of ``column``: the number (units allowed), None for a "no value" cell; a value
     that is not a finite number in :data:`COLUMN_RANGES` is None and appended to ``bad``."""
     if _is_token(cell) or _BRACKET_RE.fullmatch(cell):
@@ -528,7 +256,7 @@ def _cell(cell: str, column: str, bad: list[Unparsable], gpu: int | None = None)
         if not lo <= value <= hi:
             why = f"out of range {_num(lo)}..{_num(hi)}"
     if why is not None:
-        bad.append(Unparsable(column, _cut(cell), why, gpu))
+        bad.append(Unparsable(column, cell_text(cell), why, gpu))
         return None
     return value
 
@@ -538,45 +266,170 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
 
 
-def _as_int(value: float | None) -> int | None:
+def as_int(value: float | None) -> int | None:
     """A checked cell as an int (the values are finite and in range: no OverflowError)."""
     return None if value is None else int(value)
 
 
-def _cut(cell: str, limit: int = 40) -> str:
+def cell_text(cell: str, limit: int = 40) -> str:
     """A cell as shown in a message: control characters dropped, cut to ``limit`` characters."""
-    return _clean(cell, limit)
+    return one_line(cell.strip(), max_chars=limit)
 
 
-def _clean(text: str, limit: int = 200) -> str:
-    """Host text made one plain line by the one sanitiser (:func:`probes.hosttext.one_line`), cut to ``limit``."""
-    return one_line(text.strip(), max_chars=limit)
+# --- the loop ---------------------------------------------------------------------------------------
+
+#: Real seconds after a GPU row with no further row before the first sample is shown as it is.
+EARLY_GPU_S = 0.3
 
 
-def _text(value: Any) -> str:
-    """NVML strings: ``str`` (nvidia-ml-py ≥ 11.515) or ``bytes`` (older bindings); None → ``""``."""
-    if value is None:
-        return ""
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return str(value)
+class GpuSampler(Protocol):
+    """A local way to read every GPU at once (:class:`probes.sources.nvml.NvmlSource`)."""
+
+    def sample(self, time: float) -> GpuReading:
+        """One reading stamped ``time`` (epoch seconds); raises :class:`GpuError`. Blocks."""
+        ...
+
+    def close(self) -> None:
+        """Release the library; safe twice."""
+        ...
 
 
-#: ``NVML_VALUE_NOT_AVAILABLE`` as ``c_uint(-1)`` / ``c_ulonglong(-1)``; read as "no value".
-_NOT_AVAILABLE = (2**32 - 1, 2**64 - 1)
+class _Sample:
+    """The rows of the GPU sample being read, and those of their values that could not be read."""
+
+    def __init__(self) -> None:
+        self.rows: list[GpuSample] = []
+        self.bad: list[Unparsable] = []
+
+    def clear(self) -> None:
+        self.rows.clear()
+        self.bad.clear()
 
 
-def _available(value: Any) -> int | None:
-    if value is None or value in _NOT_AVAILABLE:
-        return None
-    return int(value)
+class GpuSource:
+    """The GPU probe's loop: ``nvidia-smi --query-gpu … -lms`` streamed through the runner (one row
+    per GPU every ``gpu_interval_s``), or, with a ``sampler``, that read every ``gpu_interval_s``
+    in a thread. Each sample becomes a :class:`~probes.data.state.GpuReading`; a stream that ends or
+    fails is the ``gpu`` cell's failure (nvidia-smi's own words when it printed any), retried with
+    backoff. Keeps ``signals.uuid_index`` (GPU uuid → index) for the process list.
 
+    Args:
+        context: the host's :class:`~probes.sources.context.SourceContext`.
+        sampler: sample locally with this instead of running nvidia-smi; None: nvidia-smi.
+    """
 
-def _mib(value_bytes: Any) -> int | None:
-    value = _available(value_bytes)
-    return None if value is None else value // 1024**2
+    def __init__(self, context: SourceContext, sampler: GpuSampler | None = None) -> None:
+        self.context = context
+        self.sampler = sampler
+        #: GPUs per sample, learnt from whole samples (0 until one is known to be whole)
+        self.gpu_count = 0
 
+    async def run(self) -> None:
+        """Sample until cancelled."""
+        if self.sampler is not None:
+            await self._sample_locally(self.sampler)
+        else:
+            await self._stream()
 
-def _watts(value_mw: Any) -> float | None:
-    value = _available(value_mw)
-    return None if value is None else round(value / 1000, 2)
+    def deliver(self, rows: list[GpuSample], *, learn: bool = True, bad: tuple[Unparsable, ...] = ()) -> None:
+        """Deliver one GPU sample; values that could not be read (``bad``) are None in it, and
+        make the GPU cell fail with kind ``unparsable`` (the first one named) until a sample
+        reads whole. ``learn``: the sample is known to be whole (its size is the GPU count)."""
+        ctx = self.context
+        if learn:
+            self.gpu_count = max(self.gpu_count, len(rows))
+        for g in rows:
+            if g.uuid:
+                ctx.signals.uuid_index[g.uuid] = g.index
+        ctx.emit(GpuReading(ctx.clock.now(), tuple(rows)))
+        ctx.delivered("gpu", bad)
+
+    def _show_early(self, sample: _Sample) -> None:
+        """The first sample: how many GPUs there are is not known until the next sample begins
+        (one interval later); show what came, without learning a count from it."""
+        if sample.rows and not self.gpu_count:
+            self.deliver(list(sample.rows), learn=False, bad=tuple(sample.bad))
+
+    async def _sample_locally(self, sampler: GpuSampler) -> None:
+        ctx = self.context
+        delay = ctx.cadence.retry_s
+        while True:
+            try:
+                reading = await asyncio.to_thread(sampler.sample, ctx.clock.now())
+            except GpuError as exc:
+                ctx.fail("gpu", "command", str(exc))
+                delay = await ctx.retry(delay)
+                continue
+            self.deliver(list(reading.gpus))
+            delay = ctx.cadence.retry_s
+            await ctx.clock.sleep(ctx.cadence.gpu_interval_s)
+
+    async def _stream(self) -> None:
+        ctx = self.context
+        delay = ctx.cadence.retry_s
+        argv = query_argv(loop_ms=int(ctx.cadence.gpu_interval_s * 1000))
+        loop = asyncio.get_running_loop()
+        while True:
+            kind = "command"
+            early: list[asyncio.TimerHandle] = []  # the pending early showing of the first sample
+            try:
+                message = await self._read_stream(argv, loop, early)
+                ctx.fail("gpu", "command", message)
+            except ProbeError as exc:
+                kind = "command" if exc.kind == "timeout" else exc.kind  # a slow nvidia-smi, not the link
+                ctx.fail("gpu", kind, exc.message)
+            finally:
+                for handle in early:
+                    handle.cancel()
+            delay = await ctx.retry(delay, kind)
+
+    async def _read_stream(self, argv: list[str], loop: asyncio.AbstractEventLoop,
+                           early: list[asyncio.TimerHandle]) -> str:
+        """Read one stream into samples until it ends; returns why it ended (one line).
+
+        Raises:
+            ProbeError: the stream failed.
+        """
+        runner = self.context.runner
+        sample = _Sample()
+        junk: list[str] = []
+        rows = 0
+        async with contextlib.aclosing(runner.stream(argv)) as stream:  # type: ignore[type-var]
+            async for raw in stream:
+                line = raw.decode("utf-8", "replace").strip()
+                if not line:
+                    continue
+                try:
+                    row = parse_query_row(line)
+                except UnparsableValue as exc:
+                    sample.bad.append(exc.problem)  # a row, but its index cannot be read
+                    continue
+                except ValueError:
+                    junk.append(line)  # Xid notes between samples, or an error message
+                    continue
+                g = row.sample
+                rows += 1
+                for handle in early:
+                    handle.cancel()
+                early.clear()
+                if sample.rows and g.index <= sample.rows[-1].index:
+                    self.deliver(list(sample.rows), bad=tuple(sample.bad))
+                    sample.clear()
+                sample.rows.append(g)
+                sample.bad.extend(row.bad)
+                if self.gpu_count and len(sample.rows) == self.gpu_count:
+                    self.deliver(list(sample.rows), bad=tuple(sample.bad))
+                    sample.clear()
+                elif not self.gpu_count:
+                    early.append(loop.call_later(EARLY_GPU_S, self._show_early, sample))
+        for handle in early:
+            handle.cancel()
+        early.clear()
+        if sample.rows:
+            self.deliver(list(sample.rows), bad=tuple(sample.bad))
+        if rows == 0:
+            # No row at all: ask once more without the loop, for the exit status and stderr the
+            # stream does not carry (missing binary, driver mismatch, ...).
+            done = await runner.run(query_argv(), timeout=60.0)
+            return classify_error((done.stdout + b"\n" + done.stderr).decode("utf-8", "replace"), done.returncode)
+        return classify_error("\n".join(junk[-5:]), 1) if junk else "nvidia-smi ended"

@@ -27,17 +27,26 @@ What the servers do (FORMATS.md 3.1-3.3; SGLang 0.4.6 / 0.5.5 / 0.5.23 and vLLM 
   protects only ``/v1/*``. Give the client an ``Authorization`` header for the serving check.
 
 Every probe shows up as an uvicorn access line in the unit's journal.
+
+**The loop** (:class:`HealthSource`) is three pieces: where to look (:func:`health_target`, from the
+spec and what the log says), the HTTP client with its port forward (:class:`HealthClient`: opened
+for a target, dropped with the link or when the target changes), and, when nothing answers through
+the tunnel, whether the link or the server is dead (:meth:`HealthSource.link_down`); the
+serving-check cadence is :class:`ServingChecks`.
 """
 
 from __future__ import annotations
 
 import json
 import time as _time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from probes.hosttext import one_line
 from probes.data.state import Health
+from probes.hosttext import one_line
+from probes.sources.context import SourceContext, wait_event
+from probes.spec import DEFAULT_PORTS, HostSpec
+from probes.transport.runner import ProbeError, Runner
 
 if TYPE_CHECKING:
     # Not imported at run time on purpose: httpx's package ``__init__`` imports its CLI
@@ -243,3 +252,213 @@ def _seconds(seconds: float) -> str:
 def _clean(text: str, limit: int = 160) -> str:
     """Exception text made one plain line by the one sanitiser (:func:`probes.hosttext.one_line`), cut to ``limit``."""
     return one_line(" ".join(text.split()), max_chars=limit)
+
+
+# --- the loop ---------------------------------------------------------------------------------------
+
+#: With no port or health URL configured, the first health look waits at most this many (real)
+#: seconds for the log to name the port (or the engine) and, once the backlog is quiet, no longer.
+LOG_KNOWN_WAIT_S = 5.0
+
+_LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]", "0.0.0.0"})
+
+
+@dataclass(frozen=True, slots=True)
+class HealthTarget:
+    """Where the health probe goes: ``base_url`` + ``path``; ``tunnel`` when ``port`` is a port on
+    the host's loopback that must be reached through the runner's port forward."""
+
+    base_url: str
+    path: str
+    port: int
+    tunnel: bool
+
+
+def health_target(spec: HostSpec, engine: str | None = None, port: int | None = None) -> HealthTarget:
+    """Resolve ``spec.health_url`` (or the port) into a :class:`HealthTarget`.
+
+    Args:
+        spec: the host. engine: the engine detected from the log, used when the spec names none.
+        port: the port the start's log says the server serves on; used when the spec names
+            neither ``port`` nor ``health_url`` (before the engine's default port).
+
+    Raises:
+        ValueError: ``health_url`` is not an ``http://`` or ``https://`` URL with a host.
+    """
+    from urllib.parse import urlsplit
+
+    if spec.health_url is None:
+        port = spec.port or port or DEFAULT_PORTS.get(spec.engine or engine or "", 8000)
+        return HealthTarget(f"http://127.0.0.1:{port}", "/health", port, True)
+    parts = urlsplit(spec.health_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"health_url must be an http:// or https:// URL with a host: {spec.health_url!r}")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    path = parts.path or "/health"
+    if parts.query:
+        path += "?" + parts.query
+    host = parts.hostname
+    if host.lower() in _LOOPBACK_NAMES or host.startswith("127."):
+        return HealthTarget(f"{parts.scheme}://127.0.0.1:{port}", path, port, not spec.is_local)
+    netloc = f"[{host}]" if ":" in host else host
+    return HealthTarget(f"{parts.scheme}://{netloc}:{port}", path, port, False)
+
+
+class HealthClient:
+    """The HTTP client to the current :class:`HealthTarget`, through the runner's port forward when
+    the target needs one (the tunnel's lifecycle).
+
+    Args:
+        runner: the host's runner (``forward``, ``http_transport``).
+    """
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+        self.client: httpx.AsyncClient | None = None
+        self.target: HealthTarget | None = None
+
+    async def open(self, target: HealthTarget) -> httpx.AsyncClient:
+        """The client for ``target``: the open one, or a new one (the old one closed when the
+        target changed: the engine or the start's own port became known).
+
+        Raises:
+            ProbeError: the port forward could not be opened.
+        """
+        import httpx
+
+        if self.client is not None and target != self.target:
+            await self.close()
+        if self.client is None:
+            base_url = target.base_url
+            if target.tunnel:
+                base_url = f"http://127.0.0.1:{await self.runner.forward(target.port)}"
+            self.client = httpx.AsyncClient(base_url=base_url, transport=self.runner.http_transport())
+            self.target = target
+        return self.client
+
+    async def drop_tunnel(self) -> None:
+        """The connection dropped: its port forward went with it; the next :meth:`open` forwards
+        again (once the runner has reconnected). A direct client is kept."""
+        if self.target is not None and self.target.tunnel:
+            await self.close()
+
+    async def close(self) -> None:
+        """Close the client (if any)."""
+        client, self.client, self.target = self.client, None, None
+        if client is not None:
+            await client.aclose()
+
+
+class ServingChecks:
+    """When a healthy server is asked for a one-token generation (the ``serving`` rung): on the
+    first look after it turned healthy, then every ``serving_every_s``; in between, a server that
+    proved ``serving`` keeps the rung while it stays healthy."""
+
+    def __init__(self) -> None:
+        self.last_at: float | None = None  # clock time of the last generation asked
+
+    def due(self, now: float, previous: Health | None, every_s: float) -> bool:
+        """Whether this look (at ``now``, the last answer ``previous``) asks for a generation."""
+        healthy = previous is not None and previous.rung in ("healthy", "serving")
+        return healthy and (self.last_at is None or now - self.last_at >= every_s)
+
+    def answered(self, h: Health, *, checked: bool, now: float, previous: Health | None) -> Health:
+        """``h`` as shown: note the check, start over when the server is not healthy, and keep
+        ``serving`` between checks."""
+        if checked:
+            self.last_at = now
+        if h.rung not in ("healthy", "serving"):
+            self.last_at = None
+        elif not checked and previous is not None and previous.rung == "serving":
+            h = replace(h, rung="serving")
+        return h
+
+
+class HealthSource:
+    """The health probe's loop: ``GET`` the :class:`HealthTarget` every ``health_interval_s`` (and
+    a one-token generation now and then once healthy); each answer is the host's
+    :class:`~probes.data.state.Health`. With no port known (none configured, no engine, none in the
+    log) it does not guess: the ``health`` cell says so.
+
+    Args:
+        context: the host's :class:`~probes.sources.context.SourceContext`.
+    """
+
+    def __init__(self, context: SourceContext) -> None:
+        self.context = context
+        self.serving = ServingChecks()
+
+    def target(self) -> HealthTarget | None:
+        """Where to look now, or None when no port is known."""
+        ctx = self.context
+        spec = ctx.spec
+        log_port = ctx.log_reading().port
+        engine = ctx.log_engine() if spec.engine is None else None
+        if (spec.port is None and spec.health_url is None and spec.engine is None
+                and engine is None and log_port is None):
+            return None
+        return health_target(spec, engine, log_port)
+
+    async def link_down(self, h: Health) -> bool:
+        """No HTTP answer through the tunnel (``h``): is it the server's port, or the SSH link? A
+        dropped link refuses the local end of the forward: True when the runner says it is not
+        connected (it reconnects; nothing to say). A frozen link looks like a server that does not
+        answer until keepalives give up (about 12 s): a ``true`` through the link tells.
+
+        Raises:
+            ProbeError: the link does not carry a command.
+        """
+        runner = self.context.runner
+        if h.rung == "port_closed":
+            connected = getattr(runner, "connected", None)
+            return connected is not None and not connected()
+        await runner.run(["true"], timeout=5.0)
+        return False
+
+    async def run(self) -> None:
+        """Look until cancelled (the client closed at the end)."""
+        ctx = self.context
+        spec = ctx.spec
+        delay = ctx.cadence.retry_s
+        link = HealthClient(ctx.runner)
+        if spec.port is None and spec.health_url is None:
+            # The port comes from the log (the engine's default, or the port the start names):
+            # a first look before the log is read would ask the wrong port.
+            await wait_event(ctx.signals.log_known, LOG_KNOWN_WAIT_S)
+        try:
+            while True:
+                if ctx.unreachable():
+                    await link.drop_tunnel()
+                target = self.target()
+                if target is None:
+                    await link.close()
+                    ctx.fail("health", "command", f"{spec.name}: no port known for the server (no port or "
+                             "engine configured, none named in the log): set port = in hosts.toml")
+                    await ctx.clock.sleep(ctx.cadence.health_interval_s)
+                    continue
+                try:
+                    client = await link.open(target)
+                except ProbeError as exc:
+                    ctx.fail("health", exc.kind, exc.message)
+                    delay = await ctx.retry(delay, exc.kind)
+                    continue
+                now = ctx.clock.now()
+                previous = ctx.health()
+                check = self.serving.due(now, previous, ctx.cadence.serving_every_s)
+                h = await probe_health(client, now, serving_check=check, path=target.path)
+                if target.tunnel and h.status is None:
+                    try:
+                        if await self.link_down(h):
+                            await ctx.clock.sleep(ctx.cadence.health_interval_s)
+                            continue
+                    except ProbeError as exc:
+                        ctx.fail("health", exc.kind, exc.message)
+                        delay = await ctx.retry(delay, exc.kind)
+                        continue
+                h = self.serving.answered(h, checked=check, now=now, previous=previous)
+                ctx.ok("health")
+                ctx.emit(h)
+                delay = ctx.cadence.retry_s
+                await ctx.clock.sleep(ctx.cadence.health_interval_s)
+        finally:
+            await link.close()

@@ -29,8 +29,11 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from probes.hosttext import one_line
 from probes.data.state import UnitState, Unparsable
+from probes.fold import access
+from probes.hosttext import one_line
+from probes.sources.context import SourceContext
+from probes.transport.runner import ProbeError
 
 #: The properties upwatch asks for, in the order of the fixtures' ``-p`` list.
 SHOW_PROPERTIES: tuple[str, ...] = (
@@ -124,6 +127,71 @@ def show_argv(unit: str) -> list[str]:
         ``["systemctl", "show", unit, "-p", "Id,LoadState,…", "--no-pager"]``.
     """
     return ["systemctl", "show", unit, "-p", ",".join(SHOW_PROPERTIES), "--no-pager"]
+
+
+def access_problem(stdout: bytes, stderr: bytes, returncode: int | None, *,
+                   sudo: bool) -> tuple[str, str] | None:
+    """``(reason id, one line with the fix)`` when a ``systemctl``/``journalctl`` command's output
+    says the host cannot be read (:func:`probes.fold.access.classify`), else None."""
+    text = (stderr + b"\n" + stdout).decode("utf-8", "replace")
+    reason = access.classify(text, returncode, sudo=sudo)
+    if reason is None:
+        return None
+    return reason, access.reason_words(reason, access.first_line(stderr.decode("utf-8", "replace"))
+                                       or access.first_line(text))
+
+
+class UnitSource:
+    """The unit probe's loop: ``systemctl show`` (``--user`` for a user unit, behind ``sudo -n``
+    when configured) every ``unit_interval_s``; each answer becomes the unit's
+    :class:`~probes.data.state.UnitState`, a failure the ``unit`` cell's (with backoff). Sets
+    ``signals.unit_seen`` after the first answer or failure.
+
+    Args:
+        context: the host's :class:`~probes.sources.context.SourceContext`.
+    """
+
+    def __init__(self, context: SourceContext) -> None:
+        self.context = context
+
+    def argv(self) -> list[str]:
+        """The command run each look, e.g. ``["sudo", "-n", "systemctl", "show", UNIT, "-p", ...]``."""
+        ctx = self.context
+        argv = show_argv(ctx.spec.unit)
+        if ctx.spec.user_unit:
+            argv.insert(1, "--user")
+        return ctx.privileged(argv)
+
+    async def run(self) -> None:
+        """Look until cancelled. A ``systemctl show`` whose output is not properties fails with the
+        access reason its words give (kind ``permission`` for sudo's), else its first stderr line."""
+        ctx = self.context
+        delay = ctx.cadence.retry_s
+        argv = self.argv()
+        while True:
+            try:
+                done = await ctx.runner.run(argv, timeout=30.0)
+            except ProbeError as exc:
+                ctx.fail("unit", exc.kind, exc.message)
+                ctx.signals.unit_seen.set()
+                delay = await ctx.retry(delay, exc.kind)
+                continue
+            try:
+                read = read_show(done.stdout.decode("utf-8", "replace"), ctx.clock.now())
+            except ValueError as exc:
+                err = done.stderr.decode("utf-8", "replace").strip()
+                found = access_problem(done.stdout, done.stderr, done.returncode, sudo=ctx.spec.sudo)
+                reason, words = found if found is not None else ("", err.splitlines()[0][:200] if err else str(exc))
+                ctx.fail("unit", "permission" if reason.startswith("sudo_") else "command",
+                         f"systemctl show: {words}", reason)
+                ctx.signals.unit_seen.set()
+                delay = await ctx.retry(delay)
+                continue
+            ctx.emit(read.state)
+            ctx.delivered("unit", read.bad)
+            ctx.signals.unit_seen.set()
+            delay = ctx.cadence.retry_s
+            await ctx.clock.sleep(ctx.cadence.unit_interval_s)
 
 
 def parse_properties(text: str) -> dict[str, str]:

@@ -1,0 +1,313 @@
+"""The journal probe: ``journalctl -u UNIT -o json -a -f`` followed into the model.
+
+The record parser is :mod:`probes.logs.journal`; this is the command and the loop
+(:class:`JournalSource`):
+
+1. **Access.** Before the first follow, one plain-format look (``-n 1 -o cat``): ``-o json``
+   prints nothing at all for a user who may not read the journal, the plain format says why
+   (:func:`journal_access_problem`). Until it passes, the ``journal`` cell says what to do.
+2. **Follow.** ``journalctl -f`` from the current start's beginning (``--since``, from the unit
+   probe's ``InactiveExitTimestamp``) on first connect, after the last cursor delivered
+   (``--after-cursor``) after a drop: no entry is lost or shown twice.
+3. **Guard.** systemd 252's ``journalctl -f`` can fall behind the journal (systemd#25649): a follow
+   that began with no entries may deliver none of the unit's first ones, and one that went quiet
+   may have missed some. A follow that began empty is *untrusted*: its first line, or an entry seen
+   by ``journalctl -n 1``, reopens it (after the cursor). A trusted one that has been quiet for
+   :data:`JOURNAL_GUARD_S` is checked twice, :data:`JOURNAL_RECHECK_S` apart, and reopened when
+   the journal has an entry it did not deliver.
+
+Each follow ends in a named :class:`FollowEnd`; from it the loop decides its next :class:`Step`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+
+from probes.logs.journal import RecordError, parse_record
+from probes.sources.context import STOP_WAIT_S, SourceContext, wait_event
+from probes.sources.unit import access_problem
+from probes.transport.runner import ProbeError
+
+#: Seconds without a journal entry after which the follow is checked for having fallen behind the
+#: journal (systemd#25649), and seconds between the two looks that must agree.
+JOURNAL_GUARD_S = 10.0
+JOURNAL_RECHECK_S = 3.0
+#: Seconds between looks (``journalctl -n 1``) while a follow that began with no entries has
+#: delivered none: the unit's first entries may never come through it (systemd#25649).
+JOURNAL_UNTRUSTED_POLL_S = 2.0
+#: Real seconds the journal waits for the unit probe's first answer (for ``--since``).
+UNIT_SEEN_WAIT_S = 10.0
+
+
+def journal_argv(unit: str, cursor: str | None, backlog: int, *, since: float | None = None,
+                 user_unit: bool = False) -> list[str]:
+    """``journalctl`` follow command for ``unit`` (``-o json -a -f``).
+
+    Args:
+        unit: the unit. cursor: resume after this journal cursor (``--after-cursor``); no entry is
+            repeated or lost. backlog: without a cursor, at most this many entries of history
+            (``-n``). since: without a cursor, only entries from this time on (epoch seconds,
+            ``--since=@…``; the current start's beginning). user_unit: ``--user-unit`` instead of
+            ``-u``.
+
+    Returns:
+        The argv, e.g. ``["journalctl", "-u", "sglang.service", "-o", "json", "-a", "-f",
+        "--no-pager", "--since=@1741436938", "-n", "5000"]``. With ``--since`` and ``-n`` both,
+        journalctl (systemd 252, measured) prints the newest ``-n`` entries not older than since.
+    """
+    argv = ["journalctl", "--user-unit" if user_unit else "-u", unit, "-o", "json", "-a", "-f", "--no-pager"]
+    if cursor:
+        argv += ["--after-cursor", cursor]
+    else:
+        if since is not None:
+            argv.append(f"--since=@{int(since)}")
+        argv += ["-n", str(backlog)]
+    return argv
+
+
+def journal_access_problem(stdout: bytes, stderr: bytes, returncode: int, *, sudo: bool) -> str | None:
+    """Why the journal cannot be read, from ``journalctl -u UNIT -n 1 -o cat`` run as the probes
+    run it (``-o json`` prints nothing at all for a user who may not read it, so a plain-format
+    look detects it; the texts are :mod:`probes.fold.access`'s), or None when it can.
+
+    Returns:
+        One line for the operator with what to do, e.g. ``the SSH user may not read the system
+        journal (No journal files were opened ...): add it to the systemd-journal (or adm) group,
+        or set sudo = true with NOPASSWD for journalctl and systemctl``.
+    """
+    found = access_problem(stdout, stderr, returncode, sudo=sudo)
+    return found[1] if found is not None else None
+
+
+class Step(enum.Enum):
+    """What the journal loop does next."""
+
+    #: the plain-format access look (before the first follow, and until it passes)
+    LOOK = "look"
+    #: open a follow; ``journalctl -n 1`` says whether it can be trusted
+    FOLLOW = "follow"
+    #: open a follow at once, trusted: the last one (begun empty) has just seen entries arrive
+    FOLLOW_TRUSTED = "follow_trusted"
+
+
+class FollowEnd(enum.Enum):
+    """How one ``journalctl -f`` ended."""
+
+    #: the guard found entries the follow did not deliver: reopen after the cursor, checked again
+    BEHIND = "behind"
+    #: a follow that began empty got its first line: reopen at once, trusted (it has entries now)
+    ARRIVED = "arrived"
+    #: journalctl ended on the host after delivering entries (backoff starts over)
+    ENDED = "ended"
+    #: journalctl ended on the host without delivering an entry
+    ENDED_EMPTY = "ended_empty"
+
+
+class JournalSource:
+    """The journal probe's loop (see the module docstring). Sets ``signals.log_known`` once the
+    log has named the port (or the engine, 30 entries in), or cannot (no entries, a failure).
+
+    Args:
+        context: the host's :class:`~probes.sources.context.SourceContext`.
+
+    Attributes:
+        cursor: the cursor of the last entry delivered (None before the first).
+        reopened: times a follow was reopened because it had fallen behind (systemd#25649).
+        is_open: whether a follow has been opened (the journal "answered").
+    """
+
+    def __init__(self, context: SourceContext) -> None:
+        self.context = context
+        self.cursor: str | None = None
+        self.reopened = 0
+        self.is_open = False
+        self._last_line_at = 0.0  # clock time of the last line the open follow delivered
+        flag = "--user-unit" if context.spec.user_unit else "-u"
+        self._unit_args = [flag, context.spec.unit]
+
+    async def run(self) -> None:
+        """Follow until cancelled: the access look until it passes, then follow after follow, each
+        next :class:`Step` decided by how the last one ended."""
+        ctx = self.context
+        delay = ctx.cadence.retry_s
+        step = Step.LOOK
+        while True:
+            try:
+                if step is Step.LOOK:
+                    if not await self._readable():
+                        delay = await ctx.retry(delay)
+                        continue
+                    step = Step.FOLLOW
+                trusted, step = step is Step.FOLLOW_TRUSTED, Step.FOLLOW
+                end = await self._follow(trusted)
+                if end in (FollowEnd.BEHIND, FollowEnd.ARRIVED):
+                    self.reopened += 1
+                    step = Step.FOLLOW_TRUSTED if end is FollowEnd.ARRIVED else Step.FOLLOW
+                    delay = ctx.cadence.retry_s
+                    continue
+                if end is FollowEnd.ENDED:
+                    delay = ctx.cadence.retry_s
+                # The stream ended while the connection held (a dropped link raises ``closed``):
+                # journalctl itself stopped, on the host. The host is not stale, its journal is
+                # not being read: say that, and retry with backoff.
+                ctx.fail("journal", "command", f"{ctx.spec.name}: journalctl -f ended on the host; "
+                         "the journal is not being followed (retrying)")
+                kind = "command"
+            except ProbeError as exc:
+                ctx.fail("journal", exc.kind, exc.message)
+                kind = exc.kind
+            ctx.signals.log_known.set()
+            delay = await ctx.retry(delay, kind)
+
+    async def _readable(self) -> bool:
+        """Look once at the journal in a plain format, which (unlike ``-o json``) says when the
+        user may not read it: the ``journal`` cell fails with that, or is known as read.
+
+        Raises:
+            ProbeError: the look could not be run.
+        """
+        ctx = self.context
+        done = await ctx.runner.run(ctx.privileged(
+            ["journalctl", *self._unit_args, "-n", "1", "-o", "cat", "--no-pager"]), timeout=30.0)
+        problem = access_problem(done.stdout, done.stderr, done.returncode, sudo=ctx.spec.sudo)
+        if problem is not None:
+            reason, words = problem
+            ctx.fail("journal", "permission" if reason != "no_systemd" else "command",
+                     f"{ctx.spec.name}: {words}", reason)
+            return False
+        ctx.ok("journal", first=True)  # readable: known as read even before an entry
+        return True
+
+    async def _follow(self, trusted: bool) -> FollowEnd:
+        """Open one follow and read it (beside its guard) until one of them ends it.
+
+        Args:
+            trusted: the follow is known to begin with entries (a reopen after :attr:`FollowEnd.ARRIVED`);
+                otherwise ``journalctl -n 1`` decides.
+
+        Raises:
+            ProbeError: the stream failed.
+        """
+        ctx = self.context
+        since = None if self.cursor else await self.since()
+        argv = ctx.privileged(journal_argv(ctx.spec.unit, self.cursor, ctx.spec.backlog,
+                                           since=since, user_unit=ctx.spec.user_unit))
+        # A follow that begins with nothing to show is not trusted (systemd#25649), except right
+        # after a reopen for that reason (it had entries then).
+        trusted = trusted or await self.has_more(since, on_error=True)
+        if not trusted:
+            ctx.signals.log_known.set()  # nothing in the log yet: the default port it is
+        self.is_open = True
+        self._last_line_at = ctx.clock.now()
+        reader = asyncio.ensure_future(self._read(argv, trusted))
+        guard = asyncio.ensure_future(self._guard(since, trusted))
+        try:
+            finished, _ = await asyncio.wait({reader, guard}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (reader, guard):
+                task.cancel()
+            await asyncio.wait({reader, guard}, timeout=STOP_WAIT_S)
+        if reader in finished:
+            return reader.result()
+        return FollowEnd.BEHIND
+
+    async def _read(self, argv: list[str], trusted: bool) -> FollowEnd:
+        """Read one ``journalctl -f`` stream into the model until it ends (the remote process is
+        ended when this is cancelled). A follow that is not ``trusted`` ends at its first line
+        (:attr:`FollowEnd.ARRIVED`), which is not taken: it is read again by the trusted reopen.
+
+        Raises:
+            ProbeError: the stream failed.
+        """
+        ctx = self.context
+        delivered = False
+        async with contextlib.aclosing(ctx.runner.stream(argv)) as lines:  # type: ignore[type-var]
+            async for raw in lines:
+                if not raw.strip() or raw.startswith(b"-- "):
+                    continue
+                if not trusted:
+                    return FollowEnd.ARRIVED
+                self._last_line_at = ctx.clock.now()
+                try:
+                    rec = parse_record(raw)
+                except RecordError:
+                    ctx.bad_record(raw)
+                    continue
+                if rec.cursor:
+                    self.cursor = rec.cursor
+                ctx.emit(rec)
+                ctx.ok("journal")
+                delivered = True
+                self._note_log_known()
+        return FollowEnd.ENDED if delivered else FollowEnd.ENDED_EMPTY
+
+    def _note_log_known(self) -> None:
+        """Set ``log_known`` once the log named the port, or the engine 30 entries in."""
+        ctx = self.context
+        known = ctx.signals.log_known
+        if not known.is_set() and (ctx.log_reading().port is not None or (
+                ctx.log_count() >= 30 and ctx.log_engine() is not None)):
+            known.set()
+
+    async def _guard(self, since: float | None, trusted: bool) -> None:
+        """Return when the open ``journalctl -f`` has fallen behind the journal. A follow that is
+        not ``trusted`` (it began with no entries) is given up as soon as the unit has an entry
+        (looks every :data:`JOURNAL_UNTRUSTED_POLL_S`). Otherwise: after
+        :data:`JOURNAL_GUARD_S` seconds without an entry, ``journalctl -n 1`` (after our cursor, or
+        since the start) finds an entry, and :data:`JOURNAL_RECHECK_S` seconds later it still does
+        and the stream has still delivered nothing. Failures of the look are ignored (the stream's
+        own errors speak for the connection)."""
+        clock = self.context.clock
+        while not trusted:
+            await clock.sleep(JOURNAL_UNTRUSTED_POLL_S)
+            if await self.has_more(since):
+                return
+        while True:
+            await clock.sleep(JOURNAL_GUARD_S)
+            if clock.now() - self._last_line_at < JOURNAL_GUARD_S:
+                continue
+            seen = self._last_line_at
+            if not await self.has_more(since):
+                continue
+            await clock.sleep(JOURNAL_RECHECK_S)
+            if self._last_line_at == seen and await self.has_more(since):
+                return
+
+    async def has_more(self, since: float | None, on_error: bool = False) -> bool:
+        """Whether the journal holds an entry of the unit after the cursor (or since ``since``,
+        epoch seconds, or at all): one ``journalctl -n 1``. A look that fails answers ``on_error``."""
+        ctx = self.context
+        argv = ["journalctl", *self._unit_args, "-o", "json", "-a", "--no-pager", "-n", "1"]
+        if self.cursor:
+            argv += ["--after-cursor", self.cursor]
+        elif since is not None:
+            argv.append(f"--since=@{int(since)}")
+        try:
+            done = await ctx.runner.run(ctx.privileged(argv), timeout=30.0)
+        except ProbeError:
+            return on_error
+        if done.returncode != 0:
+            return on_error
+        return any(line.lstrip().startswith(b"{") for line in done.stdout.splitlines())
+
+    async def since(self) -> float | None:
+        """When the current start began (for ``--since`` on first connect, epoch seconds): the
+        unit's ``InactiveExitTimestamp`` (the activation's beginning), else
+        ``ExecMainStartTimestamp``; None when unknown, and None in a restart loop (``NRestarts``
+        above 0, auto-restart, or failed), where the ``backlog`` is read so the loop's earlier
+        starts are seen. Waits up to :data:`UNIT_SEEN_WAIT_S` for the unit probe's first answer."""
+        ctx = self.context
+        if not await wait_event(ctx.signals.unit_seen, UNIT_SEEN_WAIT_S):
+            return None
+        u = ctx.unit()
+        if u is None or u.load_state == "not-found":
+            return None
+        if u.n_restarts or u.sub_state == "auto-restart" or u.active_state == "failed":
+            # A restart loop: every automatic restart passes through "inactive" (systemd 252,
+            # measured), so InactiveExitTimestamp is only the last start. Read the backlog instead,
+            # which holds the loop's earlier starts.
+            return None
+        t = u.inactive_exit_at or u.started_at
+        return t - 1.0 if t is not None else None  # timestamps are printed in whole seconds

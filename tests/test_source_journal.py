@@ -1,0 +1,145 @@
+"""The journal source alone: a canned ``journalctl`` (real records of a captured start) on a
+ManualClock: the access look, the follow, its end and resume after the cursor, and the guard that
+reopens a follow that fell behind (systemd#25649)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from canned_runner import CannedRunner, Stream
+from probes.clock import ManualClock
+from probes.fold.model import HostModel
+from probes.sources.context import SourceContext
+from probes.sources.journal import JOURNAL_GUARD_S, JOURNAL_RECHECK_S, JournalSource
+from probes.spec import HostSpec
+from probes.transport.runner import ProbeError
+
+RECORDS = (Path(__file__).resolve().parent / "fixtures" / "journal" / "sglang-startup.jsonl").read_bytes().splitlines()
+T0 = 1_764_460_800.0
+LOOK = ["journalctl", "-u", "sglang.service", "-n", "1", "-o", "cat"]  # the access look
+HAS_MORE = ["journalctl", "-u", "sglang.service", "-o", "json", "-a", "--no-pager", "-n", "1"]
+FOLLOW = ["journalctl", "-u", "sglang.service", "-o", "json", "-a", "-f"]
+DENIED = b"No journal files were opened due to insufficient permissions.\n"
+
+
+def cursor_of(raw: bytes) -> str:
+    return str(json.loads(raw)["__CURSOR"])
+
+
+class Rig:
+    """A journal source, its runner answering: readable, entries there, a follow of 10 records that
+    then stays open. The test changes answers, then starts the loop (:meth:`start`)."""
+
+    def __init__(self) -> None:
+        self.clock, self.runner = ManualClock(T0), CannedRunner()
+        spec = HostSpec("gpu-node-1", "sglang.service", ssh="gpu-node-1")
+        self.model = HostModel(spec.name, spec.unit)
+        ctx = SourceContext(spec, self.runner, self.clock, self.model)
+        ctx.signals.unit_seen.set()  # no unit state: read the backlog, no --since
+        self.runner.answer(LOOK, b"a line\n")
+        self.runner.answer(HAS_MORE, RECORDS[0])
+        self.runner.answer_stream(FOLLOW, Stream(RECORDS[:10], hold=True))
+        self.source = JournalSource(ctx)
+        self.task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self.task = asyncio.create_task(self.source.run())
+
+
+@pytest.fixture
+async def journal() -> AsyncIterator[tuple[Rig, JournalSource, CannedRunner, ManualClock, HostModel]]:
+    rig = Rig()
+    yield rig, rig.source, rig.runner, rig.clock, rig.model
+    if rig.task is not None:
+        rig.task.cancel()
+        await asyncio.gather(rig.task, return_exceptions=True)
+
+
+async def test_the_follow_delivers_the_records_and_keeps_the_cursor(journal) -> None:
+    rig, source, runner, clock, model = journal
+    rig.start()
+    await clock.settle()
+    assert runner.streams_opened == [tuple(FOLLOW) + ("--no-pager", "-n", "5000")]
+    assert source.is_open and source.cursor == cursor_of(RECORDS[9])
+    assert model.seq == 10 and not model.failing("journal")
+    assert source.reopened == 0
+
+
+async def test_a_journal_it_may_not_read_fails_with_backoff_and_recovery_opens_the_follow(journal) -> None:
+    rig, source, runner, clock, model = journal
+    runner.answer(LOOK, b"", returncode=1, stderr=DENIED)
+    rig.start()
+    await clock.settle()
+    f = model.state(clock.now()).failure("journal")
+    assert f is not None and (f.kind, f.reason) == ("permission", "no_journal_access")
+    assert f.message.startswith("gpu-node-1: the SSH user may not read the system journal")
+    await clock.advance(2)
+    assert runner.ran(LOOK) == 2 and runner.streams_opened == []
+    await clock.advance(3.9)
+    assert runner.ran(LOOK) == 2  # the second retry waits 4 s
+    runner.answer(LOOK, b"a line\n")
+    await clock.advance(0.1)
+    assert runner.ran(LOOK) == 3 and len(runner.streams_opened) == 1
+    assert model.state(clock.now()).failure("journal") is None and model.seq == 10
+
+
+async def test_a_follow_that_ends_on_the_host_fails_and_resumes_after_the_cursor(journal) -> None:
+    rig, source, runner, clock, model = journal
+    runner.answer_stream(FOLLOW, Stream(RECORDS[:10]))  # journalctl -f ends after ten records
+    rig.start()
+    await clock.settle()
+    f = model.state(clock.now()).failure("journal")
+    assert f is not None and f.kind == "command" and "journalctl -f ended on the host" in f.message
+    runner.answer_stream(FOLLOW, Stream(RECORDS[10:20], hold=True))
+    await clock.advance(2)
+    assert runner.streams_opened[1] == tuple(FOLLOW) + ("--no-pager", "--after-cursor", cursor_of(RECORDS[9]))
+    assert model.state(clock.now()).failure("journal") is None
+    assert model.seq == 20 and source.cursor == cursor_of(RECORDS[19]) and source.reopened == 0
+
+
+async def test_a_follow_that_began_empty_is_reopened_at_its_first_line(journal) -> None:
+    rig, source, runner, clock, model = journal
+    runner.answer(HAS_MORE, b"")  # the unit has no entry yet: the follow is not trusted
+    rig.start()
+    await clock.settle()
+    # Its first line is not taken: the follow is opened again (trusted now, no second look).
+    assert source.reopened == 1 and len(runner.streams_opened) == 2
+    assert runner.ran(HAS_MORE) == 1
+    assert model.seq == 10 and source.cursor == cursor_of(RECORDS[9])
+    assert source.context.signals.log_known.is_set()
+
+
+async def test_a_trusted_reopen_that_fails_is_checked_again_at_the_next_follow(journal) -> None:
+    rig, source, runner, clock, model = journal
+    runner.answer(HAS_MORE, b"")  # begun empty: untrusted, reopened trusted at its first line ...
+    runner.answer_stream(FOLLOW, Stream(RECORDS[:1], hold=True),
+                         Stream(RECORDS[:5], then=ProbeError("closed", "gpu-node-1: connection lost")),
+                         Stream(RECORDS[5:10], hold=True))
+    rig.start()
+    await clock.settle()
+    assert source.reopened == 1 and runner.ran(HAS_MORE) == 1
+    f = model.state(clock.now()).failure("journal")
+    assert f is not None and f.kind == "closed"  # ... which then dropped
+    runner.answer(HAS_MORE, RECORDS[5])  # the journal has entries after the cursor now
+    await clock.advance(2)
+    # The follow after the drop is not a reopen for entries: journalctl -n 1 decides again.
+    assert len(runner.streams_opened) == 3 and runner.ran(HAS_MORE) == 2
+    assert runner.streams_opened[2][-2:] == ("--after-cursor", cursor_of(RECORDS[4]))
+    assert source.reopened == 1 and model.seq == 10 and not model.failing("journal")
+
+
+async def test_a_quiet_follow_with_entries_it_did_not_deliver_is_reopened(journal) -> None:
+    rig, source, runner, clock, model = journal
+    rig.start()
+    await clock.settle()
+    assert source.reopened == 0 and len(runner.streams_opened) == 1
+    # Quiet for the guard's time, and the journal has an entry after the cursor at both looks.
+    await clock.advance(JOURNAL_GUARD_S + JOURNAL_RECHECK_S)
+    assert source.reopened == 1 and len(runner.streams_opened) == 2
+    assert runner.streams_opened[1][-2:] == ("--after-cursor", cursor_of(RECORDS[9]))
+    assert not model.failing("journal")
