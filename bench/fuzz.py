@@ -66,7 +66,7 @@ from probes.sources import gpu_errors
 from probes.sources import health as health_probe
 from probes.sources import unit as unit_probe
 from probes.sources.download import parse_unit_env
-from probes.logs.journal import RecordError, parse_record
+from probes.logs.journal_json import RecordError, parse_record
 from probes.logs.logline import decode, decode_record, frames, parse
 from probes.fold.model import HostModel
 from probes.logs.reader import StartupReader

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from probes.data.vocab import CAUSES, PHASES
-from probes.logs.journal import TOO_LONG, RecordError, parse_record
+from probes.logs.journal_json import TOO_LONG, RecordError, parse_record
 from probes.sources.logfile import LogReadError, read_path, read_stream
 from probes.logs.logline import MAX_LINE_CHARS
 from probes.data.reading import Reading

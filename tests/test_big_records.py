@@ -18,7 +18,7 @@ from test_live_watch import flush, journal_records, texts, watcher
 from waiting import until
 from testhost import TestHost
 
-from probes.logs.journal import CUT_MARK, parse_record
+from probes.logs.journal_json import CUT_MARK, parse_record
 from probes.data.cutline import CUT_TAIL, LINE_CAP, CutLine
 from probes.transport.runner import split_lines
 
@@ -107,7 +107,7 @@ def test_a_tail_that_begins_after_the_long_value_leaves_its_fields_out_but_keeps
 
 
 def test_a_cut_line_that_is_not_json_is_a_bad_record() -> None:
-    from probes.logs.journal import RecordError
+    from probes.logs.journal_json import RecordError
     with pytest.raises(RecordError):
         parse_record(CutLine(b"garbage" * 10, b"tail", 5000))
 

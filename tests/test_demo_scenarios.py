@@ -1,7 +1,7 @@
 """The demo's four hosts read the way they are meant to, through the real parsers, on a ManualClock.
 
 Each scenario's journal goes through ReplayRunner's ``journalctl -o json`` and then through
-``probes.logs.journal.parse_record`` + ``StartupReader.feed`` exactly as ``probes/sources/logfile.py``
+``probes.logs.journal_json.parse_record`` + ``StartupReader.feed`` exactly as ``probes/sources/logfile.py``
 ``_feed_journal`` does; the GPU, unit and health timelines are read through the runner's commands.
 """
 
@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from probes.clock import ManualClock
-from probes.logs.journal import parse_record
+from probes.logs.journal_json import parse_record
 from probes.sources.logfile import read_stream
 from probes.data.reading import Reading
 from probes.logs.reader import StartupReader

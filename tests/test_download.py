@@ -22,7 +22,7 @@ from probes.fold import download as fdl
 from probes.sources import download as dl
 from probes.clock import ManualClock
 from probes.data.download import DownloadProgress, DownloadSample
-from probes.logs.journal import parse_record
+from probes.logs.journal_json import parse_record
 from probes.fold.model import HostModel
 from probes.transport.runner import Completed, ProbeError
 from probes.data.state import HostState, ProbeFailure, ProbeOk

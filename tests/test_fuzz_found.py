@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from probes.sources.health import probe_health
-from probes.logs.journal import parse_record
+from probes.logs.journal_json import parse_record
 from probes.fold.model import HostModel
 from tui.config import ConfigError, load_config
 

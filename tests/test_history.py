@@ -20,7 +20,7 @@ from probes.fold.eta import (SLOWER_FACTOR, SLOWER_MARGIN, SLOWER_MIN_S, clock_s
                              typical_words)
 from probes.store.history import SCHEMA_VERSION, History, StartRecord, phase_durations, start_record
 from probes.logs.identity import identify
-from probes.logs.journal import Record
+from probes.logs.journal_json import Record
 from probes.fold.model import HostModel
 from probes.data.reading import ErrorLine, Progress
 from probes.transport.replay.runner import ReplayRunner

@@ -76,7 +76,7 @@ def test_each_start_has_its_own_identity() -> None:
 
 
 def test_host_state_carries_the_identity() -> None:
-    from probes.logs.journal import Record
+    from probes.logs.journal_json import Record
     from probes.fold.model import HostModel
 
     m = HostModel("gpu-node-1", "sglang.service", "sglang")

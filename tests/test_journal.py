@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from conftest import JOURNAL
-from probes.logs.journal import TOO_LONG, RecordError, field_text, is_journal_json, parse_record
+from probes.logs.journal_json import TOO_LONG, RecordError, field_text, is_journal_json, parse_record
 from probes.sources.logfile import read_path
 
 

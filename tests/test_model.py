@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from conftest import JOURNAL
-from probes.logs.journal import parse_record
+from probes.logs.journal_json import parse_record
 from probes.fold.model import HostModel
 from probes.data.reading import ErrorLine, Progress
 from probes.data.state import GpuReading, GpuSample, Health, HostState, ProbeFailure, ProbeOk, UnitState
@@ -386,7 +386,7 @@ def test_the_log_pane_keeps_a_bounded_amount_of_what_a_host_sends() -> None:
     """Records arrive whole up to 16 MiB (probes/transport/runner.py): the pane keeps ENTRY_CHARS characters
     of an entry (its head and its tail around a visible cut mark) and LOG_CHARS in all, oldest
     dropped first; the reader still reads every line."""
-    from probes.logs.journal import Record
+    from probes.logs.journal_json import Record
     from probes.fold.model import ENTRY_CHARS, ENTRY_TAIL, LOG_CHARS
 
     m = HostModel("h", "sglang.service")
@@ -415,7 +415,7 @@ def test_a_start_begins_with_systemds_started_line_and_does_not_move() -> None:
     "in Starting 6s" fell back to 0s."""
     from pathlib import Path
 
-    from probes.logs.journal import parse_record
+    from probes.logs.journal_json import parse_record
 
     path = Path(__file__).parent.parent / "tui" / "scenarios" / "sglang-startup.all.jsonl"
     m = HostModel("gpu-node-1", "sglang.service")

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import FIXTURES
 from probes.clock import ManualClock
-from probes.logs.journal import parse_record
+from probes.logs.journal_json import parse_record
 from probes.transport.replay.runner import ReplayRunner
 from probes.transport.replay.scenario import (Gpu, GpuFrame, HealthFrame, Scenario, UnitFrame, journal_value,
                                               stamp_journal)

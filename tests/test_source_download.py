@@ -15,7 +15,7 @@ import pytest
 from canned_runner import CannedRunner
 from probes.clock import ManualClock
 from probes.fold.model import HostModel
-from probes.logs.journal import parse_record
+from probes.logs.journal_json import parse_record
 from probes.sources.context import SourceContext
 from probes.sources.download import SAMPLE_SCRIPT, DownloadSource
 from probes.spec import HostSpec

@@ -6,7 +6,7 @@ import json
 
 from probes.clock import Clock, ScaledClock
 from probes.store.history import History, StartRecord, phase_durations
-from probes.logs.journal import parse_record
+from probes.logs.journal_json import parse_record
 from probes.fold.model import HostModel
 from probes.transport.replay.runner import ReplayRunner
 from probes.transport.replay.scenario import Scenario

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 
 from probes.data.download import DownloadSample
 from probes.fold.download import progress_from, wanted
-from probes.logs.journal import Record
+from probes.logs.journal_json import Record
 from probes.data.reading import Reading
 from probes.logs.reader import StartupReader
 from probes.data.state import (CONNECTION_KINDS, KNOWN_PROBES, GpuApps, GpuOrphans, GpuReading, Health,
@@ -66,7 +66,7 @@ class HostModel:
         engine: force an engine id (``sglang``, ``vllm``, ...); None detects it from the log.
         log_keep: log entries kept (oldest dropped first).
 
-    Events accepted by :meth:`apply`: a journal :class:`~probes.logs.journal.Record`, a
+    Events accepted by :meth:`apply`: a journal :class:`~probes.logs.journal_json.Record`, a
     :class:`~probes.data.state.UnitState`, a :class:`~probes.data.state.GpuReading`, a
     :class:`~probes.data.state.Health`, a :class:`~probes.data.state.ProbeFailure`, a
     :class:`~probes.data.state.ProbeOk`, a :class:`~probes.data.state.Typical` (shown while the start's

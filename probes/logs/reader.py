@@ -326,7 +326,7 @@ class StartupReader:
     """Incremental reader of one unit's (or one file's) log.
 
     Feed lines with :meth:`feed` (text) or :meth:`feed_bytes`; journal records go through
-    :func:`probes.logs.journal.feed_record`. :meth:`reading` may be called after any line and costs
+    :func:`probes.logs.journal_json.feed_record`. :meth:`reading` may be called after any line and costs
     O(phases). Never raises on any input text.
 
     Each line goes through four stages, each a method of its own:

@@ -1,6 +1,6 @@
 """The journal probe: ``journalctl -u UNIT -o json -a -f`` followed into the model.
 
-The record parser is :mod:`probes.logs.journal`; this is the command and the loop
+The record parser is :mod:`probes.logs.journal_json`; this is the command and the loop
 (:class:`JournalSource`):
 
 1. **Access.** Before the first follow, one plain-format look (``-n 1 -o cat``): ``-o json``
@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import enum
 
-from probes.logs.journal import RecordError, parse_record
+from probes.logs.journal_json import RecordError, parse_record
 from probes.sources.context import STOP_WAIT_S, SourceContext, wait_event
 from probes.sources.unit import access_problem
 from probes.transport.runner import ProbeError

@@ -23,7 +23,7 @@ import subprocess
 from collections.abc import Callable, Iterator
 from typing import IO, TYPE_CHECKING, TypeVar
 
-from probes.logs.journal import RecordError, is_journal_json, parse_record
+from probes.logs.journal_json import RecordError, is_journal_json, parse_record
 from probes.data.reading import Reading
 from probes.logs.reader import StartupReader
 
