@@ -52,7 +52,7 @@ for p in (ROOT, os.path.join(ROOT, "tests")):
         sys.path.insert(0, p)
 
 from probes.clock import WallClock  # noqa: E402  (after the path set-up)
-from probes.spec import HostSpec
+from probes.spec import HostSpec  # noqa: E402
 from probes.watch.watcher import HostWatcher  # noqa: E402
 from testhost import TestHost, start_testhost  # noqa: E402
 

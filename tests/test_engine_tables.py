@@ -67,7 +67,7 @@ def test_the_literal_head_never_hides_a_match() -> None:
     m = Matcher([rule])
     assert [r for r, _ in m.match("torch.OutOfMemoryError: CUDA out of memory. Tried")] == [rule]
     assert m.match("torch.OutOfMemoryError: cuda out of memory") == []
-    for engine, r in ALL_RULES:
+    for _engine, r in ALL_RULES:
         if r.example and not r.frame and r.rx.search(r.example):
             head = literal_head(r.pattern, r.flags)
             assert head is None or head in r.example, r.pattern
