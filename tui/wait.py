@@ -223,7 +223,7 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
             from probes.ops.actions import execute, plan
 
             since = clock.now()
-            result = await execute(plan(spec, "restart"), runner, AuditLog())
+            result = await execute(plan(spec, "restart"), runner, AuditLog(), actor="wait")
             if result.outcome != "ok":
                 err.write(f"{spec.name}: restart failed: {one_line(result.output.strip()[-300:]) or result.outcome}\n")
                 if result.outcome == "error" or _NOT_ALLOWED_RE.search(result.output) is not None:
