@@ -305,7 +305,7 @@ async def look_once(config: Config, timeout_s: float, take: Callable[[HostWatche
         await asyncio.gather(*(w.stop() for w in watchers), return_exceptions=True)
 
 
-def _no_answer(item: dict[str, Any], timeout_s: float) -> None:
+def no_answer(item: dict[str, Any], timeout_s: float) -> None:
     """A host that gave no answer at all within the timeout: say so in ``connection`` and as the
     verdict, instead of "nothing wrong seen"."""
     item["connection"] = f"no answer within {timeout_s:g} s"
@@ -377,7 +377,7 @@ async def watch(config: Config, out: IO[str], *, timeout_s: float = 15.0, tick_s
                 item = host_json(w.spec, s, clock.now())
                 if (prev is None and not done(w) and item["connection"] == "ok" and s.unit_state is None
                         and not blind_failures(s)):
-                    _no_answer(item, timeout_s)
+                    no_answer(item, timeout_s)
                 item["time"] = _local(clock.now())
                 item["phases"] = [{"phase": sp.phase, "began": _local(sp.began),
                                    "duration_s": round(sp.duration_s, 3) if sp.duration_s is not None else None}
@@ -490,7 +490,7 @@ def _print(results: list[tuple[HostSpec, HostState, bool]], *, as_json: bool, ti
         for spec, s, answered in results:
             item = host_json(spec, s, time.time())
             if not answered and item["connection"] == "ok" and s.unit_state is None and not blind_failures(s):
-                _no_answer(item, timeout_s)
+                no_answer(item, timeout_s)
             items.append(item)
         out.write(json_text(items, indent=2))
         out.write("\n")
