@@ -147,3 +147,39 @@ def test_every_string_an_agent_reads_is_sanitised() -> None:
 
     got = clean_obj({"a": "x\x1b]0;title\x07y\x1b[31m!", "b": [{"c": "\u202eevil\x00"}, 3, None], "d": "plain"})
     assert got == {"a": "xy!", "b": [{"c": "evil"}, 3, None], "d": "plain"}
+
+
+async def test_session_tools_on_the_demo_hosts() -> None:
+    """The session behind the tools, in process, on two recorded demo starts (ReplayRunner): a
+    ready host and a restart loop, as wait would say them; a host answered once is not waited
+    for again (its journal need not go quiet a second time)."""
+    from probes.clock import WallClock
+    from probes.spec import HostSpec
+    from probes.transport.replay import ReplayRunner
+    from tui.config import Config
+    from tui.demo import demo_scenarios
+    from tui.mcp_server import Session
+
+    clock = WallClock()
+    t0 = clock.now() - 600  # both recordings have played out
+    scenarios = {s.host: s for s in demo_scenarios(t0) if s.host in ("gpu-node-1", "gpu-node-2")}
+    config = Config(hosts=tuple(HostSpec(s.host, s.unit, s.port, s.engine) for s in scenarios.values()))
+    session = Session(config, runner_factory=lambda spec: ReplayRunner(scenarios[spec.name], clock, start=t0),
+                      gpu_source_factory=lambda spec: None, clock=clock)
+    session.start()
+    try:
+        status = await session.host_status("gpu-node-1")
+        assert status["state"] == "ready" and status["readiness"] in ("healthy", "serving")
+        assert session._has_answered(session.watcher("gpu-node-1"))
+        ready = await session.wait_ready("gpu-node-1", "ready", 30)
+        assert (ready["outcome"], ready["exit_code"]) == ("ready", 0)
+        assert ready["sentence"] in ("gpu-node-1: ready (healthy)", "gpu-node-1: ready (serving)")
+        lines: list[tuple[float, str]] = []
+        loop = await session.wait_ready("gpu-node-2", "serving", 30, lambda waited, line: lines.append((waited, line)))
+        assert (loop["outcome"], loop["exit_code"]) == ("restart_loop", 2)
+        assert loop["decisive_line"]["cause"] == "cuda_oom" and "CUDA out of memory" in loop["decisive_line"]["text"]
+        assert lines and lines[-1][1].startswith("gpu-node-2: failed")
+        log = await session.log("gpu-node-2", 3, "restart counter")
+        assert [line["text"][-33:] for line in log["lines"]][-1].endswith("restart counter is at 3.")
+    finally:
+        await session.stop()

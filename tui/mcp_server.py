@@ -116,6 +116,8 @@ class Session:
         #: per host, ``(since, unit_after)`` of this session's last restart (see :func:`tui.wait.outcome`)
         self.restarted: dict[str, tuple[float, float]] = {}
         self._answered = Answered()
+        #: hosts that have answered once: later calls do not wait for a quiet journal again
+        self._settled: set[str] = set()
 
     def _changed(self, w: HostWatcher) -> None:
         for event in self._waiters.get(w.name, ()):
@@ -148,13 +150,21 @@ class Session:
         finally:
             self._waiters[host].discard(event)
 
+    def _has_answered(self, w: HostWatcher) -> bool:
+        """Whether ``w`` has answered once in this session (:class:`tui.status.Answered`: each
+        probe delivered or failed, the journal backlog read); remembered, so a journal that never
+        goes quiet (progress bars) delays only the first call."""
+        if w.name not in self._settled and self._answered(w):
+            self._settled.add(w.name)
+        return w.name in self._settled
+
     async def answered(self, host: str, timeout_s: float = ANSWER_WAIT_S) -> tuple[HostWatcher, bool]:
-        """``host``'s watcher once it answered (:class:`tui.status.Answered`: each probe delivered
-        or failed, the journal backlog read), or after ``timeout_s``; and whether it answered."""
+        """``host``'s watcher once it has answered (:meth:`_has_answered`), or after ``timeout_s``;
+        and whether it answered."""
         w = self.watcher(host)
         async with self.changes(host) as changed:
-            await read_backlog(w, changed, timeout_s, self._answered)
-        return w, self._answered(w)
+            await read_backlog(w, changed, timeout_s, self._has_answered)
+        return w, self._has_answered(w)
 
     # --- the tools ------------------------------------------------------------------------------
 
@@ -218,7 +228,7 @@ class Session:
         sender = asyncio.create_task(forward())
         try:
             async with self.changes(host) as changed:
-                await read_backlog(w, changed, timeout_s, self._answered)
+                await read_backlog(w, changed, timeout_s, self._has_answered)
                 end = await settle(w, changed, since=since, until="serving" if until == "serving" else "ready",
                                    unit_after=unit_after, timeout_s=max(0.0, timeout_s - (time.monotonic() - t0)),
                                    on_state=on_state)

@@ -289,9 +289,10 @@ class WaitEnd:
     sentence: str
 
 
-async def read_backlog(w: HostWatcher, changed: asyncio.Event, timeout_s: float, answered: Answered) -> None:
+async def read_backlog(w: HostWatcher, changed: asyncio.Event, timeout_s: float,
+                       answered: Callable[[HostWatcher], bool]) -> None:
     """Wait (at most :data:`BACKLOG_WAIT_S`, or ``timeout_s`` when shorter and not 0) until ``w``
-    has answered once and its journal backlog is read, or its unit or journal cannot be read for
+    has ``answered`` (:class:`tui.status.Answered`: once, and its journal backlog is read), or its unit or journal cannot be read for
     a reason that lasts. (Timeout 0, "look once": the look is the first full answer, so the
     backlog gets its bound.)"""
     backlog_end = time.monotonic() + (min(timeout_s, BACKLOG_WAIT_S) if timeout_s > 0 else BACKLOG_WAIT_S)
