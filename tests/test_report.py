@@ -171,3 +171,20 @@ def test_upwatch_report_looks_once_and_prints_the_report() -> None:
 def test_upwatch_report_names_exactly_one_host(capsys, tmp_path) -> None:
     assert cli.main(["report", "--config", str(tmp_path / "none.toml")]) == 2
     assert "exactly one HOST" in capsys.readouterr().err
+
+
+def test_upwatch_report_of_a_real_host(testhost, tmp_path, monkeypatch, capsys) -> None:
+    """``upwatch report`` over a real sshd (tests/testhost.py): the host's journal, unit state and
+    GPUs are in the report, and nothing is listed as unread but what was."""
+    from test_live_status import host_block, hosts_toml, setup_home
+
+    testhost.seed_log("sglang-ok-01.log")
+    setup_home(tmp_path, monkeypatch, testhost)
+    assert testhost.health is not None
+    config = hosts_toml(tmp_path, host_block("gpu-a", testhost.health.port))
+    assert cli.main(["report", "gpu-a", "--config", config, "--timeout", "20"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("## upwatch report: gpu-a\n") and "- **State:** ready, phase Ready" in out
+    assert "NRestarts 0" in out and "GPU 0 `NVIDIA H100 80GB HBM3`" in out
+    assert "| Weight load | " in out
+    assert out.endswith("Nothing: the unit, the journal, the GPUs and health were all read.\n\nupwatch 0.1.0\n")
