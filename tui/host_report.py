@@ -30,6 +30,7 @@ from probes.spec import HostSpec
 from probes.transport.runner import Runner
 from probes.watch.watcher import HostWatcher
 from tui.config import Config
+from tui.replay import found_start
 from tui.report import CONTEXT_LINES, markdown_report
 from tui.status import EXIT_OK, EXIT_UNREACHABLE, look_once, not_seen, quiet_stdout
 
@@ -93,12 +94,14 @@ def replay_report(path: str, reading: Reading, *, name: str, unit: str | None, n
         now: the report's time (default: the log's last phase time, else the wall clock).
     """
     s = reading_state(reading, name=name, unit=unit)
+    found = found_start(reading)
     line = s.error or s.suspect
     entries = list(_lines_around(path, line.line)) if line is not None else []
     if now is None:
         times = [sp.began for sp in s.phases if sp.began is not None]
         now = max(times) if times else time.time()
-    return markdown_report(s, entries, now=now, source=f"saved log {name}, read by upwatch replay")
+    what = "" if found else " (no server start found in it: is it the right file?)"
+    return markdown_report(s, entries, now=now, source=f"saved log {name}{what}, read by upwatch replay")
 
 
 def reading_state(reading: Reading, *, name: str, unit: str | None) -> HostState:
@@ -106,11 +109,12 @@ def reading_state(reading: Reading, *, name: str, unit: str | None) -> HostState
     made of: what the log says (engine, state, phases, decisive line, restarts), with only the
     journal read: the unit's state, GPUs and health were never looked at (their knowledge says
     ``never``, so the report says so). The verdict is judged at the log's last phase time."""
-    spans = [PhaseSpan(m.phase, iso_to_epoch(m.time), m.duration_s, m.text) for m in reading.phases]
+    found = found_start(reading)  # else the reader's "a start not yet begun": none, in a log that ended
+    spans = [PhaseSpan(m.phase, iso_to_epoch(m.time), m.duration_s, m.text) for m in reading.phases] if found else []
     last = next((sp.began for sp in reversed(spans) if sp.began is not None), None)
     s = HostState(
         host=name, unit=unit or "(a saved log)", engine=reading.engine,
-        state=reading.state if reading.starts else "waiting", phase=reading.phase, phases=tuple(spans),
+        state=reading.state if found else "waiting", phase=reading.phase, phases=tuple(spans),
         progress=reading.progress, start_began=spans[0].began if spans else None,
         phase_began=next((sp.began for sp in spans if sp.phase == reading.phase), None),
         restart_counter=reading.restart_counter, restart_loop=reading.restart_loop, starts=reading.starts,

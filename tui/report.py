@@ -263,7 +263,7 @@ def _decisive_block(s: HostState, entries: Sequence[LogEntry]) -> list[str]:
     shown = context_entries(s, entries)
     if not shown:
         return out + [f"{md_code(text, max_chars=LINE_CHARS)}", "",
-                      "(the lines before it are no longer kept)"]
+                      "(the lines before it are not at hand: no longer kept, or not read again from a binary journal file)"]
     body = [f"{_clock(e.time)}  {one_line(e.text, max_chars=LINE_CHARS)}" for e in shown]
     if shown[-1].seq != seq:
         body.append(f"{'?':>8}  {one_line(text, max_chars=LINE_CHARS)}")
