@@ -158,7 +158,7 @@ def _entry(lineno: int, raw: bytes, journal: bool) -> LogEntry:
         else:
             t = rec.realtime_us / 1e6 if rec.realtime_us is not None else None
             return LogEntry(lineno, t, rec.text, rec.systemd)
-    return LogEntry(lineno, None, raw.lstrip(b"\x00").decode("utf-8", "replace"))
+    return LogEntry(lineno, None, raw.decode("utf-8", "replace"))  # the report sanitises it
 
 
 #: The most bytes of standard input kept for ``replay - --markdown`` (:func:`spooled`).

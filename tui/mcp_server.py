@@ -306,7 +306,7 @@ def clean(value: Any) -> Any:
     """``value`` (JSON-ready: dicts, lists, strings, numbers) with every string through the one
     sanitiser (:func:`probes.hosttext.one_line`): what an agent reads holds no escape code."""
     if isinstance(value, str):
-        return value if value.isprintable() else one_line(value)
+        return one_line(value)
     if isinstance(value, dict):
         return {k: clean(v) for k, v in value.items()}
     if isinstance(value, list):
