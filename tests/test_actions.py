@@ -112,8 +112,9 @@ def test_audit_line_fields(tmp_path: Path):
     raw = (tmp_path / "data" / "audit.jsonl").read_text().splitlines()
     assert len(raw) == 2
     first, second = (json.loads(line) for line in raw)
-    assert set(first) == {"time", "user", "host", "target", "unit", "action", "command", "outcome",
+    assert set(first) == {"time", "user", "actor", "host", "target", "unit", "action", "command", "outcome",
                           "exit_status", "output", "duration_s"}
+    assert first["actor"] == "tui"  # the dashboard's, when nobody says otherwise
     when = datetime.fromisoformat(first["time"])
     assert when.utcoffset() is not None and when.timestamp() == T0
     assert first["time"][-6] in "+-" and first["time"][-3] == ":"  # ±HH:MM, not a bare local time
@@ -149,7 +150,13 @@ async def test_execute_ok_failed_and_error_write_audit_lines(tmp_path: Path):
     result = await execute(p, FakeRunner(ProbeError("unreachable", "gpu-node-1: connection refused")), log)
     assert (result.outcome, result.exit_status, result.output) == ("error", None, "gpu-node-1: connection refused")
 
-    lines = log.lines()
+    await execute(p, ok, log, actor="mcp")
+    assert log.lines()[-1]["actor"] == "mcp"
+    log.refused(SPEC, "kill", "not offered")
+    assert log.lines()[-1]["actor"] == "tui"
+    assert log.refused(SPEC, "stop", "read-only", actor="mcp")["actor"] == "mcp"
+
+    lines = log.lines()[:3]
     assert [(r["outcome"], r["exit_status"]) for r in lines] == [("ok", 0), ("failed", 5), ("error", None)]
     assert lines[1]["output"].startswith("[") and lines[1]["output"].endswith("Unit not found.\n")
 

@@ -206,6 +206,20 @@ class UpwatchApp(App[None]):
         """An action key for ``host`` (see :mod:`tui.actions`): confirm, run, notify."""
         self.actions.request(host, action)
 
+    def copy_report(self, host: str) -> str:
+        """``c``: copy the Markdown report of ``host`` (:func:`tui.host_report.watcher_report`,
+        judged at :attr:`now`) to the clipboard through the terminal (OSC 52) and say so in a toast.
+        Returns the text copied."""
+        from tui.host_report import watcher_report
+
+        text = watcher_report(self.watchers[host], self.now, source="copied from the upwatch dashboard")
+        self.copy_to_clipboard(text)
+        n = text.count("\n")
+        self.notify(f"Copied the report of {host} to the clipboard (Markdown, {n} lines; through the "
+                    "terminal, OSC 52: `upwatch report HOST` prints it where that does not work)",
+                    title="report copied", markup=False)
+        return text
+
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.notifier.status_lines()))
 

@@ -36,6 +36,7 @@ from probes.hosttext import json_text, one_line
 from probes.sources.logfile import LogReadError, read_path
 from probes.fold.notify import url_label
 from probes.spec import DEFAULT_PORTS, HostSpec
+from tui import __version__
 from tui.config import (ENV_VAR, HOST_KEYS, SETTING_KEYS, Config, ConfigError, default_config_path, display_path,
                         load_config, looks_like_quick_form, resolve_ssh)
 from tui.duration import parse_duration
@@ -57,7 +58,7 @@ EXIT_INTERRUPTED = 130
 DEMO_SPEED = 10.0
 
 #: The subcommands; the first word of argv that is not an option picks one (see :func:`main`).
-COMMANDS = ("replay", "config", "status", "wait", "history")
+COMMANDS = ("replay", "config", "status", "wait", "history", "report", "mcp")
 
 _WHERE = ("The hosts come from hosts.toml in the user's config folder (~/.config/upwatch/hosts.toml\n"
           "on Linux), or the file named by $UPWATCH_CONFIG, or by --config PATH.")
@@ -87,7 +88,7 @@ _DESCRIPTION = ("Is the LLM server up yet? Watches SGLang/vLLM servers starting 
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--version", action="version", version="upwatch 0.1.0")
+    parser.add_argument("--version", action="version", version=f"upwatch {__version__}")
     parser.add_argument("--demo", action="store_true",
                         help="open the dashboard on four simulated hosts replaying recorded real starts")
     parser.add_argument("--speed", type=_speed, default=None, metavar="N",
@@ -114,7 +115,7 @@ def build_dashboard_parser() -> argparse.ArgumentParser:
     """
     parser = argparse.ArgumentParser(
         prog="upwatch", usage="%(prog)s [-h] [--version] [--demo [--speed N]] [--config PATH] [--read-only] [HOST ...]\n"
-                              "       %(prog)s {replay,config,status,wait,history} ...",
+                              "       %(prog)s {replay,config,status,wait,history,report,mcp} ...",
         description=textwrap.fill(_DESCRIPTION, 78), formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=f"{_WHERE}\n{_QUICK}\n\n"
                "commands:\n"
@@ -123,6 +124,8 @@ def build_dashboard_parser() -> argparse.ArgumentParser:
                "  status             look at each host once and print its state (--watch: a JSON line per change)\n"
                "  wait HOST          block until the unit's new process is ready; exit 0/1/2/3/4 (for scripts)\n"
                "  history [HOST]     how long earlier starts took (medians per phase)\n"
+               "  report HOST        look at one host once and print a Markdown report to paste\n"
+               "  mcp                serve upwatch's answers to a coding agent (MCP over stdio)\n"
                "  (upwatch COMMAND --help for more)\n"
                "Durations (--timeout): 15s, 5m, 1h, 1h30m or plain seconds. Ctrl-C ends any command with\n"
                "exit status 130 and one line on stderr (status --watch and the dashboard, once running: 0).\n\n"
@@ -162,6 +165,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print one JSON object (engine, state, phase, phases_seen, phases, "
                              "progress, error, cause, hint, starts, restart_loop, suspects, service); state is "
                              "ready, failed, loading, stopped, or none (no server start in the log)")
+    replay.add_argument("--markdown", action="store_true",
+                        help="print the Markdown report to paste (as `upwatch report` and the dashboard's c key): "
+                             "the last start's phases, its decisive line with the lines before it, what a saved "
+                             "log cannot tell (unit, GPUs, health)")
     config = sub.add_parser(
         "config", help="print the effective configuration and where each value came from",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -222,6 +229,39 @@ def build_parser() -> argparse.ArgumentParser:
                              "host answered) and exits (default 30m)")
     _add_config_option(waiter)
     _add_hosts(waiter, "one host: a configured host's name, or a quick form [user@]host[:port]/unit")
+    report = sub.add_parser(
+        "report", help="look at one host once and print a Markdown report to paste",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Look at one host once (as `upwatch status`) and print a Markdown report of it, to paste\n"
+                    "into a chat or an issue: host, unit, engine, state and phase timeline, the verdict\n"
+                    "with its evidence, the decisive line with the 10 log lines before it, the unit's state\n"
+                    "(NRestarts, last exit), GPUs, readiness, what upwatch could not read, its version.\n"
+                    "The dashboard's c key copies the same report to the clipboard.\n\n"
+                    f"{_WHERE}\n{_QUICK}\n\n"
+                    "Exit status: 0 the host answered and its unit and journal were read, 4 it could not be\n"
+                    "reached or gave no answer, or its unit or journal cannot be read (the report says what\n"
+                    "could not be read; one line on stderr says why), 2 bad configuration or arguments.",
+    )
+    report.add_argument("--timeout", type=_duration_option(allow_zero=False, most_s=3600), default=15.0,
+                        metavar="DURATION",
+                        help="give up on the host after this long: 15s, 2m, or seconds (default 15s)")
+    _add_config_option(report)
+    _add_hosts(report, "one host: a configured host's name, or a quick form [user@]host[:port]/unit")
+    mcp = sub.add_parser(
+        "mcp", help="serve upwatch's answers to a coding agent (Model Context Protocol, stdio)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="A Model Context Protocol server on standard input/output, for a coding agent: instead of\n"
+                    "polling `sleep 120 && curl /health`, the agent calls wait_ready and gets upwatch wait's\n"
+                    "outcome. Tools: list_hosts, host_status, wait_ready, log, report; with --allow-actions\n"
+                    "also restart and stop (each written to the audit log with actor mcp). See\n"
+                    "docs/pair-debugging.md for the tools' JSON shapes and how to register the server.\n\n"
+                    f"{_WHERE}\n{_QUICK}\n\n"
+                    "Exit status: 0 when the client closes the connection, 2 bad configuration or arguments.",
+    )
+    mcp.add_argument("--allow-actions", action="store_true",
+                     help="also offer the restart and stop tools (never kill); off: those tools do not exist")
+    _add_config_option(mcp)
+    _add_hosts(mcp, "a configured host's name (default: all), or a quick form [user@]host[:port]/unit")
     history = sub.add_parser(
         "history", help="how long earlier starts took (medians per phase)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -281,6 +321,10 @@ def _main(argv: list[str] | None) -> int:
             return _status(args)
         if command == "wait":
             return _wait(args)
+        if command == "report":
+            return _report(args)
+        if command == "mcp":
+            return _mcp(args)
         if command == "history":
             from tui.history import run_history
 
@@ -427,6 +471,31 @@ def _wait(args: argparse.Namespace) -> int:
                     out=sys.stdout, tty=sys.stdout.isatty(), config=config)
 
 
+def _report(args: argparse.Namespace) -> int:
+    one = "upwatch report: name exactly one HOST (a configured name or HOST/UNIT)"
+    if len(args.hosts) != 1:
+        print(one, file=sys.stderr)
+        return EXIT_USAGE
+    config = select_hosts(args.hosts, getattr(args, "config", None))
+    if len(config.hosts) != 1:
+        print(one, file=sys.stderr)
+        return EXIT_USAGE
+    from tui.host_report import run_report
+
+    return run_report(config, timeout_s=args.timeout, out=sys.stdout)
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    config = select_hosts(args.hosts, getattr(args, "config", None))
+    if not config.hosts:
+        print("upwatch mcp: no hosts to serve: write hosts.toml (`upwatch --help` ends with an example) or "
+              "give HOST/UNIT quick forms", file=sys.stderr)
+        return EXIT_USAGE
+    from tui.mcp_server import run_mcp
+
+    return run_mcp(config, allow_actions=args.allow_actions)
+
+
 def _config(args: argparse.Namespace) -> int:
     config = select_hosts(args.hosts, getattr(args, "config", None))
     sys.stdout.write(format_config(config, quick=any(looks_like_quick_form(h) for h in args.hosts)))
@@ -537,8 +606,20 @@ def _prompt(name: str) -> None:
 
 def _replay(args: argparse.Namespace) -> int:
     info: dict = {}
+    if args.markdown and args.json:
+        print("upwatch replay: --json and --markdown: give one", file=sys.stderr)
+        return EXIT_USAGE
+    from tui.host_report import spooled
+
+    again, cleanup = args.path, lambda: None
     try:
-        reading = read_path(args.path, engine=args.engine, unit=args.unit, info=info, on_terminal=_prompt)
+        if args.markdown:  # its decisive line's context is read again: standard input is kept
+            if args.path == "-" and sys.stdin is not None and sys.stdin.isatty():
+                _prompt("standard input")
+            again, reading, cleanup = spooled(args.path, lambda p: read_path(
+                p, engine=args.engine, unit=args.unit, info=info))
+        else:
+            reading = read_path(args.path, engine=args.engine, unit=args.unit, info=info, on_terminal=_prompt)
     except LogReadError as exc:
         print(f"upwatch replay: {exc}", file=sys.stderr)
         return EXIT_UNREADABLE
@@ -553,12 +634,20 @@ def _replay(args: argparse.Namespace) -> int:
         if args.json:
             sys.stdout.write(json_text(replay_json(reading), indent=2))
             sys.stdout.write("\n")
+        elif args.markdown:
+            from tui.host_report import replay_report
+
+            unit = args.unit if args.unit is None or "." in args.unit else f"{args.unit}.service"
+            sys.stdout.write(replay_report(again, reading, name="standard input" if args.path == "-" else args.path,
+                                           unit=unit))
         else:
             sys.stdout.write(format_timeline(reading, args.path))
         sys.stdout.flush()
     except BrokenPipeError:
         # `upwatch replay x | head`: the reader went away; that is not an error of ours.
         sys.stdout = None  # type: ignore[assignment]
+    finally:
+        cleanup()
     return EXIT_OK
 
 

@@ -29,6 +29,8 @@ upwatch: is the server up yet?
 Overview
   arrows / tab     move between host cards
   enter / click    open the host's detail screen
+  c                copy a Markdown report of the host (also on the
+                   detail screen; OSC 52: `upwatch report HOST` prints it)
   ?                this help
   t                light / dark theme
   q, ctrl+c        quit
@@ -89,6 +91,7 @@ class OverviewScreen(Screen[None]):
     # Arrow keys move between cards in the grid's own layout (CardGrid's bindings).
     BINDINGS = [
         Binding("enter", "open", "Details"),
+        Binding("c", "copy_report", "Copy report", show=False),
         *ACTION_BINDINGS,
     ]
 
@@ -159,6 +162,17 @@ class OverviewScreen(Screen[None]):
             focused = cards[0]
         self.app.request_action(focused.state.host, action)  # type: ignore[attr-defined]
 
+    def action_copy_report(self) -> None:
+        """``c``: copy the Markdown report of the focused card's host (the only card's, when one)."""
+        focused = self.focused
+        if not isinstance(focused, HostCard):
+            cards = self._cards()
+            if len(cards) != 1:
+                self.app.notify("focus a host card first (arrows or tab)", markup=False)
+                return
+            focused = cards[0]
+        self.app.copy_report(focused.state.host)  # type: ignore[attr-defined]
+
     def on_host_card_selected(self, message: HostCard.Selected) -> None:
         self.app.open_detail(message.host)  # type: ignore[attr-defined]
 
@@ -183,6 +197,7 @@ class DetailScreen(Screen[None]):
         Binding("N", "prev_match", "Prev match", key_display="N"),
         Binding("e", "error", "Error"),
         Binding("f", "follow", "Follow"),
+        Binding("c", "copy_report", "Copy report", show=False),
         *ACTION_BINDINGS,
     ]
 
@@ -314,6 +329,10 @@ class DetailScreen(Screen[None]):
     def action_unit_action(self, action: str) -> None:
         """An action key: it acts on this screen's host."""
         self.app.request_action(self.watcher.name, action)  # type: ignore[attr-defined]
+
+    def action_copy_report(self) -> None:
+        """``c``: copy the Markdown report of this screen's host."""
+        self.app.copy_report(self.watcher.name)  # type: ignore[attr-defined]
 
     def action_follow(self) -> None:
         self.log_pane.follow = not self.log_pane.follow

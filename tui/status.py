@@ -18,7 +18,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from datetime import datetime
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from probes.clock import Clock, WallClock
 from probes.fold.eta import eta_for, typical_words
@@ -36,6 +36,8 @@ from tui.config import Config
 
 EXIT_OK = 0
 EXIT_UNREACHABLE = 4
+
+T = TypeVar("T")
 
 #: Seconds without a new journal entry after which the first connect's backlog counts as read.
 JOURNAL_QUIET_S = 0.5
@@ -260,6 +262,26 @@ async def collect(config: Config, timeout_s: float, *,
         ``(spec, snapshot, answered)`` per host, in config order. Every remote process started is
         ended before this returns.
     """
+    return await look_once(config, timeout_s, lambda w, answered: (w.spec, w.state(), answered),
+                           runner_factory=runner_factory, gpu_source_factory=gpu_source_factory,
+                           clock=clock, history=history)
+
+
+async def look_once(config: Config, timeout_s: float, take: Callable[[HostWatcher, bool], T], *,
+                    runner_factory: Callable[[HostSpec], Runner] | None = None,
+                    gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None = None,
+                    clock: Clock | None = None, history: History | None = None) -> list[T]:
+    """:func:`collect`'s one look, with what is kept of each watcher chosen by the caller.
+
+    Args:
+        take: called once per watcher, in config order, with the watcher and whether it answered
+            (:class:`Answered`), after the look and before the watchers stop (``upwatch report``
+            also keeps the log entries around the decisive line).
+
+    Returns:
+        What ``take`` returned, per host in config order. Every remote process started is ended
+        before this returns.
+    """
     changed = asyncio.Event()
     watchers = _watchers(config, changed, clock or WallClock(), runner_factory, gpu_source_factory, history)
     done = Answered()
@@ -278,12 +300,12 @@ async def collect(config: Config, timeout_s: float, *,
                 pass
         answered = [done(w) for w in watchers]
         await asyncio.gather(*(w.sync_history() for w in watchers))
-        return [(w.spec, w.state(), a) for w, a in zip(watchers, answered)]
+        return [take(w, a) for w, a in zip(watchers, answered)]
     finally:
         await asyncio.gather(*(w.stop() for w in watchers), return_exceptions=True)
 
 
-def _no_answer(item: dict[str, Any], timeout_s: float) -> None:
+def no_answer(item: dict[str, Any], timeout_s: float) -> None:
     """A host that gave no answer at all within the timeout: say so in ``connection`` and as the
     verdict, instead of "nothing wrong seen"."""
     item["connection"] = f"no answer within {timeout_s:g} s"
@@ -355,7 +377,7 @@ async def watch(config: Config, out: IO[str], *, timeout_s: float = 15.0, tick_s
                 item = host_json(w.spec, s, clock.now())
                 if (prev is None and not done(w) and item["connection"] == "ok" and s.unit_state is None
                         and not blind_failures(s)):
-                    _no_answer(item, timeout_s)
+                    no_answer(item, timeout_s)
                 item["time"] = _local(clock.now())
                 item["phases"] = [{"phase": sp.phase, "began": _local(sp.began),
                                    "duration_s": round(sp.duration_s, 3) if sp.duration_s is not None else None}
@@ -468,7 +490,7 @@ def _print(results: list[tuple[HostSpec, HostState, bool]], *, as_json: bool, ti
         for spec, s, answered in results:
             item = host_json(spec, s, time.time())
             if not answered and item["connection"] == "ok" and s.unit_state is None and not blind_failures(s):
-                _no_answer(item, timeout_s)
+                no_answer(item, timeout_s)
             items.append(item)
         out.write(json_text(items, indent=2))
         out.write("\n")

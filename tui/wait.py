@@ -21,6 +21,7 @@ import re
 import shutil
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import IO
 
 from probes.clock import WallClock
@@ -213,14 +214,7 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
     try:
         # Read the journal's backlog first (bounded): the lines shown from then on are live ones,
         # and with --restart every line of the new start comes after it.
-        # (timeout 0, "look once": the look is the first full answer, so the backlog gets its bound)
-        backlog_end = time.monotonic() + (min(timeout_s, BACKLOG_WAIT_S) if timeout_s > 0 else BACKLOG_WAIT_S)
-        while not answered(w) and time.monotonic() < backlog_end and not cannot_see_lasting(w.state()):
-            changed.clear()
-            try:
-                await asyncio.wait_for(changed.wait(), 0.25)
-            except TimeoutError:
-                pass
+        await read_backlog(w, changed, timeout_s, answered)
         unit_after = 0.0
         if restart and cannot_see_lasting(w.state()):
             restart = False  # restarting what cannot be seen: never; the loop below says why (exit 4)
@@ -229,7 +223,7 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
             from probes.ops.actions import execute, plan
 
             since = clock.now()
-            result = await execute(plan(spec, "restart"), runner, AuditLog())
+            result = await execute(plan(spec, "restart"), runner, AuditLog(), actor="wait")
             if result.outcome != "ok":
                 err.write(f"{spec.name}: restart failed: {one_line(result.output.strip()[-300:]) or result.outcome}\n")
                 if result.outcome == "error" or _NOT_ALLOWED_RE.search(result.output) is not None:
@@ -239,19 +233,9 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
                 since = 0.0
                 restart_failed = True
             unit_after = clock.now()
-        deadline = time.monotonic() + timeout_s
-        grace_until: float | None = None
-        while True:
-            s = w.state()
-            code = outcome(s, since, until, unit_after, clock.now())
-            if restart_failed and code is None and s.unit_state is not None and s.unit_state.time >= unit_after:
-                code = EXIT_FAILED  # the restart failed and the unit is not starting either
-            not_found = s.unit_state is not None and s.unit_state.load_state == "not-found"
-            if code in (EXIT_FAILED, EXIT_LOOP) and not not_found and not decisive_line_known(s):
-                # systemd said it first; give the journal a few seconds to deliver the line that says why
-                grace_until = grace_until or time.monotonic() + LOG_GRACE_S
-                if time.monotonic() < grace_until:
-                    code = None
+
+        def show(s: HostState, code: int | None) -> None:
+            nonlocal last
             old = is_old(s, since)
             # download words are host text: through the one sanitiser
             text = one_line(tty_line(s, clock.now(), width - 22 if old else width) + (" (before the restart)" if old else "")
@@ -263,27 +247,20 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
                 out.write(("\r\x1b[2K" + text) if tty else text + "\n")
                 out.flush()
                 last = text
-            if code is not None:
-                if tty:
-                    out.write("\n")
-                out.flush()
-                _final(s, code, out, err)
-                if history is not None:
-                    await w.sync_history()  # this start's durations, for the next ETA
-                return code
-            left = deadline - time.monotonic()
-            if left <= 0:
-                if tty:
-                    out.write("\n")
-                out.flush()
-                err.write(f"{spec.name}: not ready after {timeout_s:g} s: {one_line(timeout_reason(s, since, until))}\n")
-                err.flush()
-                return EXIT_TIMEOUT
-            changed.clear()
-            try:
-                await asyncio.wait_for(changed.wait(), min(left, 0.5 if grace_until else 1.0))
-            except TimeoutError:
-                pass
+
+        end = await settle(w, changed, since=since, until=until, unit_after=unit_after, timeout_s=timeout_s,
+                           restart_failed=restart_failed, on_state=show)
+        if tty:
+            out.write("\n")
+        out.flush()
+        if end.code == EXIT_TIMEOUT:
+            err.write(f"{spec.name}: {one_line(end.sentence)}\n")
+            err.flush()
+            return EXIT_TIMEOUT
+        _final(end.state, end.code, out, err)
+        if history is not None:
+            await w.sync_history()  # this start's durations, for the next ETA
+        return end.code
     except ProbeError as exc:
         err.write(f"{spec.name}: {one_line(exc.message)}\n")
         return EXIT_UNREACHABLE if exc.kind in CONNECTION_KINDS else EXIT_FAILED
@@ -292,16 +269,106 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
 
 
 
+#: A word per exit status, for a machine (the MCP ``wait_ready`` tool's ``outcome``).
+OUTCOMES = {EXIT_READY: "ready", EXIT_FAILED: "failed", EXIT_LOOP: "restart_loop", EXIT_TIMEOUT: "timeout",
+            EXIT_UNREACHABLE: "unreachable"}
+
+
+@dataclass(frozen=True)
+class WaitEnd:
+    """How a wait ended (:func:`settle`).
+
+    Attributes:
+        code: the exit status (:data:`EXIT_CODES`). state: the host's last snapshot.
+        sentence: one line saying why, as ``upwatch wait`` says it: ``gpu-node-1: ready (healthy)``,
+            the verdict, or ``not ready after 30 s: <what was missing>`` (host text sanitised).
+    """
+
+    code: int
+    state: HostState
+    sentence: str
+
+
+async def read_backlog(w: HostWatcher, changed: asyncio.Event, timeout_s: float,
+                       answered: Callable[[HostWatcher], bool]) -> None:
+    """Wait (at most :data:`BACKLOG_WAIT_S`, or ``timeout_s`` when shorter and not 0) until ``w``
+    has ``answered`` (:class:`tui.status.Answered`: once, and its journal backlog is read), or its unit or journal cannot be read for
+    a reason that lasts. (Timeout 0, "look once": the look is the first full answer, so the
+    backlog gets its bound.)"""
+    backlog_end = time.monotonic() + (min(timeout_s, BACKLOG_WAIT_S) if timeout_s > 0 else BACKLOG_WAIT_S)
+    while not answered(w) and time.monotonic() < backlog_end and not cannot_see_lasting(w.state()):
+        changed.clear()
+        try:
+            await asyncio.wait_for(changed.wait(), 0.25)
+        except TimeoutError:
+            pass
+
+
+async def settle(w: HostWatcher, changed: asyncio.Event, *, since: float, until: str, timeout_s: float,
+                 unit_after: float = 0.0, restart_failed: bool = False,
+                 on_state: Callable[[HostState, int | None], None] | None = None) -> WaitEnd:
+    """Watch a started watcher until :func:`outcome` decides or ``timeout_s`` real seconds pass:
+    ``upwatch wait``'s loop, also the MCP ``wait_ready`` tool's.
+
+    Args:
+        w: the host's running watcher. changed: an event set when its model changes (cleared here).
+        since, until, unit_after: as :func:`outcome`.
+        timeout_s: real seconds; then the outcome is :data:`EXIT_TIMEOUT` with :func:`timeout_reason`.
+        restart_failed: the restart before the wait failed: a unit that is not starting either is
+            a failed start.
+        on_state: called with each snapshot looked at and the code it decided (None: waiting on),
+            e.g. to print a progress line; it must be cheap.
+
+    Returns:
+        The :class:`WaitEnd`. A failure or restart loop systemd reported first is held for up to
+        :data:`LOG_GRACE_S` for the journal to deliver the line that says why.
+    """
+    deadline = time.monotonic() + timeout_s
+    grace_until: float | None = None
+    clock = w.clock
+    while True:
+        s = w.state()
+        code = outcome(s, since, until, unit_after, clock.now())
+        if restart_failed and code is None and s.unit_state is not None and s.unit_state.time >= unit_after:
+            code = EXIT_FAILED  # the restart failed and the unit is not starting either
+        not_found = s.unit_state is not None and s.unit_state.load_state == "not-found"
+        if code in (EXIT_FAILED, EXIT_LOOP) and not not_found and not decisive_line_known(s):
+            # systemd said it first; give the journal a few seconds to deliver the line that says why
+            grace_until = grace_until or time.monotonic() + LOG_GRACE_S
+            if time.monotonic() < grace_until:
+                code = None
+        if on_state is not None:
+            on_state(s, code)
+        if code is not None:
+            return WaitEnd(code, s, end_sentence(s, code))
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return WaitEnd(EXIT_TIMEOUT, s,
+                           f"not ready after {timeout_s:g} s: {one_line(timeout_reason(s, since, until))}")
+        changed.clear()
+        try:
+            await asyncio.wait_for(changed.wait(), min(left, 0.5 if grace_until else 1.0))
+        except TimeoutError:
+            pass
+
+
+def end_sentence(s: HostState, code: int) -> str:
+    """The one line ``upwatch wait`` ends with for ``code`` (host text sanitised): ``HOST: ready
+    (RUNG)``, else the verdict, else the code's meaning with the state."""
+    if code == EXIT_READY:
+        return f"{s.host}: ready ({s.readiness})"
+    if s.verdict is not None:
+        return f"{s.host}: {one_line(s.verdict.sentence)}"
+    return f"{s.host}: {EXIT_CODES[code]} ({one_line(state_text(s))})"
+
+
 def _final(s: HostState, code: int, out: IO[str], err: IO[str]) -> None:
     """The outcome: ``ready (...)`` on ``out``; for every other code the reason on ``err`` (the
     verdict, else the code's meaning with the state; then the decisive line and hint)."""
     if code == EXIT_READY:
-        out.write(f"{s.host}: ready ({s.readiness})\n")
+        out.write(end_sentence(s, code) + "\n")
         return
-    if s.verdict is not None:
-        err.write(f"{s.host}: {one_line(s.verdict.sentence)}\n")
-    else:
-        err.write(f"{s.host}: {EXIT_CODES[code]} ({one_line(state_text(s))})\n")
+    err.write(end_sentence(s, code) + "\n")
     if code in (EXIT_FAILED, EXIT_LOOP) and s.error is not None:
         err.write(f"  decisive line: {one_line(s.error.text)}\n")
         if s.hint:

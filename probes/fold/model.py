@@ -45,7 +45,7 @@ _BOUND_PHASES = frozenset({"warmup", "ready"})
 
 
 
-def _iso_to_epoch(text: str | None) -> float | None:
+def iso_to_epoch(text: str | None) -> float | None:
     """``2025-03-08T12:29:04Z`` / ``...+02:00`` / naive (read as UTC) → epoch seconds, or None."""
     if not text or text.startswith("--"):
         return None
@@ -335,13 +335,13 @@ class HostModel:
         spans = []
         marks = r.phases
         for i, m in enumerate(marks):
-            began = _iso_to_epoch(m.time)
+            began = iso_to_epoch(m.time)
             dur = m.duration_s if i < len(marks) - 1 else None
             spans.append(PhaseSpan(m.phase, began, dur, m.text))
         start_began = spans[0].began if spans else None
         # The start began with its first line (a systemd "Started" line comes before the server's
         # own lines, and the reader's first phase mark can be later than it).
-        first = _iso_to_epoch(r.began)
+        first = iso_to_epoch(r.began)
         began0 = spans[0].began if spans else None
         if first is not None and began0 is not None and first < began0:
             if spans[0].phase != "starting":
@@ -387,7 +387,7 @@ class HostModel:
                 # The start that is ready must be this process's: it began with the unit's start
                 # (the old start's ready line may be less than a second before a quick restart,
                 # while the journal has not yet delivered the new start's first line).
-                began = _iso_to_epoch(r.began)
+                began = iso_to_epoch(r.began)
                 new_ready = (r.state == "ready" and ready_at is not None and unit.started_at is not None
                              and ready_at >= unit.started_at - 1.0
                              and (began is None or began >= unit.started_at - 1.0))
@@ -415,7 +415,7 @@ class HostModel:
         cut = self._manual_start_at
         if cut is not None and failed_starts:
             kept = tuple(f for f in failed_starts
-                         if (b := _iso_to_epoch(f.began)) is None or b >= cut - 1.0)
+                         if (b := iso_to_epoch(f.began)) is None or b >= cut - 1.0)
             if len(kept) != len(failed_starts):
                 failed_starts, restart_loop = kept, len(kept) >= 2
         return HostState(

@@ -198,7 +198,7 @@ def _output(stdout: bytes, stderr: bytes) -> str:
 
 
 async def execute(plan: ActionPlan, runner: Runner, audit: AuditLog | None,
-                  timeout_s: float = ACTION_TIMEOUT_S) -> ActionResult:
+                  timeout_s: float = ACTION_TIMEOUT_S, *, actor: str = "tui") -> ActionResult:
     """Run ``plan`` through ``runner`` and write its audit line. Never raises for the host's sake:
     a transport failure is an ``error`` result.
 
@@ -207,6 +207,7 @@ async def execute(plan: ActionPlan, runner: Runner, audit: AuditLog | None,
         runner: the host's runner (the watcher's: the same connection).
         audit: where to write the line (None: nowhere, e.g. a dry test).
         timeout_s: the command's time limit (real seconds).
+        actor: who acts, for the audit line (:data:`probes.store.audit.ACTORS`).
     """
     t0 = time.monotonic()
     try:
@@ -218,7 +219,7 @@ async def execute(plan: ActionPlan, runner: Runner, audit: AuditLog | None,
                               _output(done.stdout, done.stderr), time.monotonic() - t0)
     if audit is not None:
         audit.record(plan, result.outcome, exit_status=result.exit_status, output=result.output,
-                     duration_s=result.duration_s)
+                     duration_s=result.duration_s, actor=actor)
     return result
 
 

@@ -20,6 +20,10 @@ from probes.store.paths import default_data_dir
 
 #: The audit log's file name in the data folder.
 AUDIT_FILE = "audit.jsonl"
+#: Who acts through upwatch, the ``actor`` of an audit line: ``tui`` (a key in the dashboard, the
+#: default), ``wait`` (``upwatch wait --restart``), ``mcp`` (a coding agent through ``upwatch mcp
+#: --allow-actions``).
+ACTORS = ("tui", "wait", "mcp")
 #: Most characters of a command's output kept in an audit line (its end).
 OUTPUT_MAX_CHARS = 4000
 
@@ -57,7 +61,8 @@ def iso_time(epoch_s: float) -> str:
 class AuditLog:
     """Append-only JSON lines, one per action (done, failed, cancelled or refused).
 
-    Each line: ``time`` (ISO 8601 with offset), ``user`` (who ran upwatch), ``host``, ``target``,
+    Each line: ``time`` (ISO 8601 with offset), ``user`` (who ran upwatch), ``actor`` (which of
+    upwatch's interfaces acted: :data:`ACTORS`), ``host``, ``target``,
     ``unit``, ``action``, ``command`` (the shown command line), ``outcome`` (``ok``, ``failed``,
     ``error``, ``cancelled``, ``refused``), ``exit_status`` (int or null), ``output`` (stdout then
     stderr, at most :data:`OUTPUT_MAX_CHARS`, the end kept), ``duration_s``, and ``pids`` for
@@ -72,14 +77,15 @@ class AuditLog:
     now: Callable[[], float] = time.time
 
     def record(self, plan: PlannedAction, outcome: str, *, exit_status: int | None = None,
-               output: str = "", duration_s: float | None = None) -> dict[str, object]:
-        """Append one line for ``plan``; returns the record written. A log that cannot be written
-        raises :class:`OSError` (the UI says so: an action must not go unrecorded silently)."""
+               output: str = "", duration_s: float | None = None, actor: str = "tui") -> dict[str, object]:
+        """Append one line for ``plan``, done by ``actor`` (one of :data:`ACTORS`); returns the record
+        written. A log that cannot be written raises :class:`OSError` (the UI says so: an action must
+        not go unrecorded silently)."""
         try:
             user = getpass.getuser()
         except Exception:  # no user name for this uid (containers)
             user = str(os.getuid())
-        rec: dict[str, object] = {"time": iso_time(self.now()), "user": user, "host": plan.host,
+        rec: dict[str, object] = {"time": iso_time(self.now()), "user": user, "actor": actor, "host": plan.host,
                                   "target": plan.target, "unit": plan.unit, "action": plan.action,
                                   "command": plan.shown, "outcome": outcome, "exit_status": exit_status,
                                   "output": truncate(output),
@@ -89,9 +95,9 @@ class AuditLog:
         self.write(rec)
         return rec
 
-    def refused(self, spec: HostSpec, action: str, reason: str) -> dict[str, object]:
-        """Append a line for an action that was refused before it could be planned."""
-        rec: dict[str, object] = {"time": iso_time(self.now()), "host": spec.name, "target": spec.target,
+    def refused(self, spec: HostSpec, action: str, reason: str, *, actor: str = "tui") -> dict[str, object]:
+        """Append a line for an action ``actor`` asked for that was refused before it could be planned."""
+        rec: dict[str, object] = {"time": iso_time(self.now()), "actor": actor, "host": spec.name, "target": spec.target,
                                   "unit": spec.unit, "action": action, "command": None, "outcome": "refused",
                                   "exit_status": None, "output": truncate(reason), "duration_s": None}
         self.write(rec)
