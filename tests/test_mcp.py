@@ -156,7 +156,7 @@ async def test_session_tools_on_the_demo_hosts() -> None:
     for again (its journal need not go quiet a second time)."""
     from probes.clock import WallClock
     from probes.spec import HostSpec
-    from probes.transport.replay import ReplayRunner
+    from probes.transport.replay.runner import ReplayRunner
     from tui.config import Config
     from tui.demo import demo_scenarios
     from tui.mcp_server import Session

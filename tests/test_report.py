@@ -18,7 +18,8 @@ from markdown_it import MarkdownIt
 
 from probes.clock import ManualClock
 from probes.data.reading import ErrorLine, Progress
-from probes.data.state import GpuReading, GpuSample, HostState, Knowledge, LogEntry, PhaseSpan, UnitState, Verdict
+from probes.data.state import (GpuReading, GpuSample, HostState, Knowledge, LogEntry, PhaseSpan, UnitState,
+                               Verdict)
 from tui import cli
 from tui.demo_app import advance_demo, make_demo_app
 from tui.report import fence_for, markdown_report, md_code, md_text
@@ -149,7 +150,7 @@ def test_md_text_and_md_code_round_trip_through_a_markdown_renderer() -> None:
 def test_upwatch_report_looks_once_and_prints_the_report() -> None:
     from probes.clock import WallClock
     from probes.spec import HostSpec
-    from probes.transport.replay import ReplayRunner
+    from probes.transport.replay.runner import ReplayRunner
     from tui.config import Config
     from tui.demo import demo_scenarios
     from tui.host_report import run_report

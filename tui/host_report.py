@@ -23,8 +23,8 @@ from probes.data.state import HostState, Knowledge, LogEntry, PhaseSpan
 from probes.fold.model import iso_to_epoch
 from probes.fold.verdict import verdict_for
 from probes.hosttext import one_line
-from probes.logs.journal import RecordError, is_journal_json, parse_record
-from probes.sources.gpu import NvmlSource
+from probes.logs.journal_json import RecordError, is_journal_json, parse_record
+from probes.sources.nvml import NvmlSource
 from probes.sources.logfile import LogReadError, iter_lines
 from probes.spec import HostSpec
 from probes.transport.runner import Runner

@@ -53,7 +53,7 @@ from probes.data.state import HostState
 from probes.fold.verdict import headline
 from probes.hosttext import one_line
 from probes.ops.actions import ActionRefused, execute, plan
-from probes.sources.gpu import NvmlSource
+from probes.sources.nvml import NvmlSource
 from probes.spec import HostSpec
 from probes.store.audit import AuditLog
 from probes.store.history import History
