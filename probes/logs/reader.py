@@ -35,7 +35,8 @@ from probes.logs.engines import (EMBEDS, ENGINES, IDENTS, Rule, bars_for, frame_
 from probes.data.vocab import PHASE_INDEX, PHASES
 from probes.logs.engines.common import EXCEPTION_RE, GO_ERROR_RE
 from probes.data.reading import ErrorLine, FailedStart, PhaseMark, Progress, Reading, Suspect
-from probes.logs.logline import MAX_LINE_CHARS, Line, Record, Stamp, decode_record, frames, parse
+from probes.logs.jsonlog import JsonRecord, decode_record
+from probes.logs.logline import MAX_LINE_CHARS, Line, Stamp, frames, parse
 from probes.logs.identity import identify, listen_port
 
 _STARTING, _DOWNLOAD, _WARMUP, _READY = (PHASE_INDEX[p] for p in ("starting", "download", "warmup", "ready"))
@@ -508,7 +509,7 @@ class StartupReader:
         for sub in self._subs.values():
             sub._flush_json()
 
-    def _feed_record(self, rec: Record, at: Line, systemd: bool) -> None:
+    def _feed_record(self, rec: JsonRecord, at: Line, systemd: bool) -> None:
         """The lines of a record's message, as if the engine had printed them with its prefix."""
         # A shipper's "INFO" on every record says nothing of the message (stderr tracebacks
         # included); a record that says it is an error is one.
