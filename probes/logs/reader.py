@@ -69,9 +69,10 @@ _JSON_MAX_LINES, _JSON_MAX_CHARS = 200, 64 * 1024
 class StartupReader:
     """Incremental reader of one unit's (or one file's) log.
 
-    Feed lines with :meth:`feed` (text) or :meth:`feed_bytes`; journal records go through
-    :func:`probes.logs.journal.feed_record`. :meth:`reading` may be called after any line and costs
-    O(phases). Never raises on any input text.
+    Feed lines with :meth:`feed` (text) or :meth:`feed_bytes`; a journal record
+    (:func:`probes.logs.journal.parse_record`) is its texts fed with its stamp, identifier and
+    invocation id. :meth:`reading` may be called after any line and costs O(phases). Never
+    raises on any input text.
 
     Each line goes through four stages:
 
