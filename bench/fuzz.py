@@ -10,7 +10,7 @@ Entry points (each input goes through the parser *and* what consumes its result,
 parses but breaks the model later counts too):
 
 ========== ===============================================================================
-log        ``logline.decode`` → ``frames`` → ``parse``, ``decode_record``: one line
+log        ``logline.decode`` → ``frames`` → ``parse``, ``jsonlog.decode_record``: one line
 reader     ``StartupReader.feed_bytes`` over a chunk of 1-40 lines, then ``reading()``
 journal    ``journal.parse_record`` → ``HostModel.apply`` → ``HostModel.state``
 unit       ``unit.read_show`` → ``HostModel.apply`` → ``state``; ``download.parse_unit_env``
@@ -67,7 +67,8 @@ from probes.sources import health as health_probe
 from probes.sources import unit as unit_probe
 from probes.sources.download import parse_unit_env
 from probes.logs.journal_json import RecordError, parse_record
-from probes.logs.logline import decode, decode_record, frames, parse
+from probes.logs.jsonlog import decode_record
+from probes.logs.logline import decode, frames, parse
 from probes.fold.model import HostModel
 from probes.logs.reader import StartupReader
 from probes.data.state import GpuApps

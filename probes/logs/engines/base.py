@@ -184,7 +184,7 @@ class Engine:
     dots: str | None = None
 
 
-_NO_HITS: list = []
+_NO_HITS: list[tuple[Rule, re.Match[str]]] = []
 
 #: Key words are looked for in the first this many characters of a message: every rule's key sits
 #: near the start of the lines it matches, and it bounds the cost of 10 kB argument dumps.

@@ -13,8 +13,6 @@ import re
 
 from probes.logs.engines.base import BarLabel, Rule
 
-I = re.IGNORECASE
-
 #: Bar labels (text before ``NN%|``) shared by several engines.
 BARS: tuple[BarLabel, ...] = (
     # "\.(?<=[\w-]\.)" is "[\w-]\." begun at the dot: `re` finds a literal fast, a class slowly.
@@ -115,12 +113,12 @@ RULES: tuple[Rule, ...] = (
          example="torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined."),
     # Uvicorn's own words when it cannot bind: it exits right after them.
     Rule(r"error while attempting to bind on address(?:.{0,200}?\('[^']{0,100}', (?P<port>\d{1,5})\))?",
-         keys=("attempting",), cause="port_in_use", terminal=True, flags=I,
+         keys=("attempting",), cause="port_in_use", terminal=True, flags=re.IGNORECASE,
          example="ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): "
                  "address already in use"),
     Rule(r"(?:\[Errno 98\]|address already in use|EADDRINUSE|couldn't bind HTTP server socket)"
          r"(?:.{0,200}?\('[^']{0,100}', (?P<port>\d{1,5})\)|.{0,200}?:(?P<port2>\d{1,5}))?",
-         keys=("errno", "eaddrinuse", "bind", "already"), cause="port_in_use", flags=I,
+         keys=("errno", "eaddrinuse", "bind", "already"), cause="port_in_use", flags=re.IGNORECASE,
          example="ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): "
                  "address already in use"),
     Rule(r"Python\.h: No such file or directory", cause="missing_python_h", phase="init",

@@ -1,0 +1,82 @@
+"""The startup reader's parts on their own (probes/logs/: timeline, starts, context, services):
+what each promises, without a whole log around it."""
+
+from __future__ import annotations
+
+from probes.logs.context import LineContext
+from probes.logs.logline import Line, Stamp, parse
+from probes.logs.reader import StartupReader
+from probes.logs.services import Services
+from probes.logs.starts import Failure, Start
+from probes.logs.timeline import Timeline, resolve
+
+
+def _line(lineno: int, stamp: Stamp | None) -> Line:
+    return Line(lineno, f"line {lineno}", f"line {lineno}", stamp)
+
+
+def test_a_year_less_mark_takes_the_nearer_full_dates_year_across_new_year() -> None:
+    tl = Timeline()
+    tl.saw(1, Stamp(2024, 12, 31, "23:59:50"))
+    after = tl.mark("weights", _line(2, Stamp(None, 1, 1, "00:00:05")))  # the month went back: 2025
+    got = resolve(after)
+    assert got is not None and got[0] == "2025-01-01T00:00:05"
+    before = Timeline()
+    early = before.mark("starting", _line(1, Stamp(None, 12, 31, "23:59:58")))
+    assert early.next is None  # no full date yet: it waits for the next one
+    before.saw(3, Stamp(2025, 1, 1, "00:00:01"))
+    assert early.next == (3, 2025, 1)
+    got = resolve(early)
+    assert got is not None and got[0] == "2024-12-31T23:59:58"  # the next full date's year, less one
+
+
+def test_phase_durations_of_year_less_dates_run_across_new_year() -> None:
+    tl = Timeline()
+    marks = [tl.mark("weights", _line(1, Stamp(None, 12, 31, "23:59:50"))),
+             tl.mark("init", _line(2, Stamp(None, 1, 1, "00:00:10")))]
+    tl.saw(3, Stamp(None, 1, 1, "00:00:40"))
+    phases = tl.phase_marks(marks)
+    assert [(p.phase, p.duration_s) for p in phases] == [("weights", 20.0), ("init", 30.0)]
+    assert phases[0].time == "--12-31T23:59:50"  # no full date anywhere: no year is made up
+
+
+def test_an_error_line_beats_a_warning_and_a_complete_copy_its_truncated_one() -> None:
+    warning = Failure(1, "w", "CUDA out of memory", "cuda_oom", 4, "", low=True)
+    error = Failure(2, "e", "RuntimeError: x", "unknown", 3, "")
+    assert error.beats(warning) and not warning.beats(error)
+    cut = Failure(3, "c", "torch.OutOfMemoryError: CUDA out of memory. Tried to alloc", "cuda_oom", 4, "")
+    whole = Failure(4, "c", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "cuda_oom", 4, "")
+    assert whole.beats(cut) and not cut.beats(whole)
+    again = Failure(5, "c", cut.msg, "cuda_oom", 4, "")
+    assert not again.beats(cut)  # between equals the first stays
+
+
+def test_the_hosts_phase_is_its_slowest_data_parallel_engine() -> None:
+    # DP0's core is at 4 (its worker at 2): DP0 is at 4; DP1 has only a worker, at 3: the host is at 3.
+    start = Start(main=1, ranks={"DP0/core": 4, "DP0/Worker_TP0": 2, "DP1/Worker_TP0": 3})
+    assert start.host_phase() == 3
+    assert start.furthest() == 4
+    flat = Start(main=4, ranks={"TP0": 5, "TP1": 2})
+    assert flat.host_phase() == 4  # the main process is further than the slowest rank
+
+
+def test_a_traceback_under_a_warning_is_low_and_its_exception_line_is_its_top() -> None:
+    cx = LineContext()
+    lines = ["WARNING 02-12 19:33:39 [x.py:1] retrying", "Traceback (most recent call last):",
+             '  File "/a/b.py", line 3, in f', "    x = g()", "ValueError: bad"]
+    ctxs = [cx.place(parse(i, text)) for i, text in enumerate(lines, 1)]
+    frame, code, top, low, high, trace = ctxs[1]
+    assert trace is not None and low and not high and not top
+    assert ctxs[2][0] and not ctxs[2][1]   # the frame line
+    assert ctxs[3][1] and not ctxs[3][0]   # the source line under it is code
+    assert ctxs[4][2] and ctxs[4][5] is trace and cx.tb is None  # the exception line ends it
+
+
+def test_an_unprefixed_line_goes_to_the_last_services_reader() -> None:
+    services: Services[StartupReader] = Services(StartupReader)
+    web = services.route(parse(1, "web-1  | GET / 200"))
+    vllm = services.route(parse(2, "vllm-1  | INFO 02-12 19:33:39 [api_server.py:1] Starting vLLM API server"))
+    bar = parse(3, "  0%|  | 0/4 [00:00<?, ?it/s]")
+    assert web is not None and vllm is not None and web is not vllm
+    assert services.route(bar) is vllm and bar.service == "vllm-1"
+    assert sorted(services.subs) == ["vllm-1", "web-1"]
