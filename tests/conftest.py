@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from layers import GUARD, HOST_FIXTURES
+from layers import GUARD, HOST_FIXTURES, runs_the_app
 from sshd import SshdError
 from testhost import TestHost, start_testhost
 
@@ -37,11 +37,13 @@ sys.addaudithook(GUARD.audit)
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark ``host`` every test whose fixture closure holds a real-host fixture (before ``-m``
-    selects)."""
+    """Mark ``host`` every test whose fixture closure holds a real-host fixture, and ``app`` every
+    other test that runs the whole Textual app (:func:`layers.runs_the_app`), before ``-m`` selects."""
     for item in items:
         if HOST_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.host)
+        elif item.get_closest_marker("host") is None and runs_the_app(item):
+            item.add_marker(pytest.mark.app)
 
 
 @pytest.hookimpl(hookwrapper=True)

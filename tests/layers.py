@@ -1,9 +1,14 @@
-"""The two test layers, and the guard that keeps them apart.
+"""The three test layers, and the guard that keeps the host layer apart.
 
 ``host``: a test that needs a real part of a machine: an OpenSSH server (tests/sshd.py,
 tests/testhost.py, tests/netns.py), a real systemd (tests/systemd_host.py), the real ``journalctl``
-on journal files, tmux, or an upwatch subprocess against such a host. Everything else is the fast
-layer: ``pytest -m "not host"``.
+on journal files, tmux, or an upwatch subprocess against such a host.
+
+``app``: a test, not ``host``, that runs the whole Textual app under Pilot (``App.run_test``, the
+demo app, an SVG snapshot): no host, but seconds of rendering each (:func:`runs_the_app`).
+
+Everything else is the fast layer: ``pytest -m "not host and not app"``; ``pytest -m "not host"``
+adds the app.
 
 A test is ``host`` when its fixture closure holds one of :data:`HOST_FIXTURES` (conftest.py marks
 it at collection) or when its module or the test itself says ``pytest.mark.host`` (a test that
@@ -37,6 +42,30 @@ HOST_PROGRAMS = frozenset({
     "sshd", "ssh", "ssh-keygen", "journalctl", "systemctl", "systemd", "systemd-journal-remote",
     "systemd-run", "tmux", "unshare", "nsenter", "ip",
 })
+
+
+#: What in a test's own source says it runs the whole app (its helpers are not followed).
+APP_WORDS = ("run_test(", "make_demo_app(", "make_app(", "advance_demo(", "run_app(")
+#: Fixtures that run the app: pytest-textual-snapshot's.
+APP_FIXTURES = frozenset({"snap_compare"})
+
+
+def runs_the_app(item: Any) -> bool:
+    """Whether a collected test runs the whole Textual app: it uses an :data:`APP_FIXTURES` fixture,
+    its module says ``pytestmark = pytest.mark.app``, or its own function's source holds one of
+    :data:`APP_WORDS`."""
+    import inspect
+
+    if APP_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        return True
+    fn = getattr(item, "function", None)
+    if fn is None:
+        return False
+    try:
+        source = inspect.getsource(fn)
+    except (OSError, TypeError):  # no source (a generated test): not known to run the app
+        return False
+    return any(w in source for w in APP_WORDS)
 
 
 class HostInFastLayer(Exception):

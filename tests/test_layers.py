@@ -31,12 +31,26 @@ def test_a_host_test_may_start_one() -> None:
 
 
 class _Item:
-    def __init__(self, *fixturenames: str) -> None:
+    def __init__(self, *fixturenames: str, function: object = None) -> None:
         self.fixturenames = list(fixturenames)
         self.marks: list[str] = []
+        self.function = function
 
     def add_marker(self, mark: pytest.MarkDecorator) -> None:
         self.marks.append(mark.name)
+
+    def get_closest_marker(self, name: str) -> object:
+        return name if name in self.marks else None
+
+
+async def _runs_the_app_under_pilot() -> None:  # a stand-in test body: never run
+    from tui.demo_app import make_demo_app
+    async with make_demo_app().run_test() as pilot:
+        await pilot.pause()
+
+
+def _does_not() -> None:  # a stand-in test body
+    assert 1 + 1 == 2
 
 
 def test_collection_marks_a_test_host_by_its_fixture_closure() -> None:
@@ -46,3 +60,12 @@ def test_collection_marks_a_test_host_by_its_fixture_closure() -> None:
              _Item("systemd_host"), _Item("sshd", "runner")]
     pytest_collection_modifyitems(items)  # type: ignore[arg-type]
     assert [i.marks for i in items] == [["host"], [], ["host"], ["host"]]
+
+
+def test_collection_marks_a_test_app_when_it_runs_the_app_and_is_not_host() -> None:
+    from conftest import pytest_collection_modifyitems
+
+    items = [_Item("tmp_path", function=_runs_the_app_under_pilot), _Item("tmp_path", function=_does_not),
+             _Item("snap_compare", function=_does_not), _Item("testhost", function=_runs_the_app_under_pilot)]
+    pytest_collection_modifyitems(items)  # type: ignore[arg-type]
+    assert [i.marks for i in items] == [["app"], [], ["app"], ["host"]]
