@@ -37,6 +37,7 @@ pytestmark = [pytest.mark.host, pytest.mark.filterwarnings("ignore::ResourceWarn
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "contrib" / "prometheus" / "upwatch-rules.yml"
+DASHBOARD = ROOT / "contrib" / "grafana" / "upwatch-dashboard.json"
 #: Seconds for each stage: generous, reached only when the test fails (measured: the loop shows
 #: in Prometheus ~10 s after the unit starts, the alert reaches the webhook ~2 s later).
 STAGE_S = 60.0
@@ -192,6 +193,18 @@ def test_prometheus_and_alertmanager_see_a_crash_loop(systemd_host: SystemdHost,
                 assert (a["labels"]["host"], a["labels"]["unit"]) == ("gpu-node-3", "crashy.service")
                 assert a["annotations"]["summary"] == "gpu-node-3 crashy.service: restart loop"
                 assert "upwatch status gpu-node-3" in a["annotations"]["description"]
+
+                # Every query of the Grafana dashboard runs on this Prometheus (its variables filled in).
+                answers = {}
+                for panel in json.loads(DASHBOARD.read_text())["panels"]:
+                    for t in panel["targets"]:
+                        expr = t["expr"].replace("$host", ".*").replace("$__rate_interval", "1m")
+                        answers[(panel["title"], t["refId"])] = query(prom_port, expr)
+                assert [r["value"][1] for r in answers[("Restart loops", "A")]] == ["1"]
+                [timeline] = answers[("Start phase per host", "A")]
+                assert 1 <= float(timeline["value"][1]) <= len(START_PHASES)
+                assert {r["metric"]["phase"] for r in answers[("Hosts by phase", "A")]} <= set(START_PHASES)
+                assert any(r["metric"]["kind"] == "restart_loop" for r in answers[("Verdicts", "A")])
 
                 # promtool lints the live output (a real host's state, process metrics included).
                 body = httpx.get(f"http://127.0.0.1:{exp_port}/metrics", timeout=5).text
