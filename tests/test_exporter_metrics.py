@@ -250,3 +250,26 @@ def test_listen_addresses(text: str, parsed: tuple[str, int]) -> None:
 def test_bad_listen_addresses_are_refused(text: str) -> None:
     with pytest.raises(ValueError):
         parse_listen(text)
+
+
+# --- the command line -----------------------------------------------------------------------------
+
+def test_the_command_refuses_a_bad_address_and_no_hosts(capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import socket
+
+    from tui.cli import main
+
+    (tmp_path / "hosts.toml").write_text("# no hosts\n")
+    monkeypatch.setenv("UPWATCH_CONFIG", str(tmp_path / "hosts.toml"))
+    assert main(["exporter", "--listen", "nowhere", "local/sglang"]) == 2
+    assert "--listen takes HOST:PORT" in capsys.readouterr().err
+    assert main(["exporter"]) == 2
+    assert "upwatch exporter: no hosts to watch: looked for " in capsys.readouterr().err
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["exporter", "--listen", f"127.0.0.1:{port}", "local/sglang"]) == 2
+    err = capsys.readouterr().err
+    assert f"upwatch exporter: cannot listen on 127.0.0.1:{port}: " in err and "in use" in err

@@ -31,6 +31,7 @@ from probes.sources.gpu import NvmlSource
 from probes.spec import HostSpec
 from probes.store.history import History
 from probes.transport.runner import Runner
+from probes.watch.watcher import HostWatcher
 from tui.config import Config
 from tui.metrics import HostsCollector
 from tui.status import make_watchers
@@ -150,8 +151,7 @@ async def serve(config: Config, host: str, port: int, *, stop: asyncio.Event,
         ListenError: the address cannot be bound (in use, not an address of this machine).
     """
     clock = clock or WallClock()
-    changed = asyncio.Event()  # the exporter reads on demand: no one waits on changes
-    watchers = make_watchers(config, changed, clock, runner_factory, gpu_source_factory, history)
+    watchers: list[HostWatcher] = []  # made once the address is bound: nothing to undo before
 
     def snapshots() -> list[tuple[str, HostState]]:
         now = clock.now()
@@ -164,6 +164,8 @@ async def serve(config: Config, host: str, port: int, *, stop: asyncio.Event,
     except OSError as exc:
         raise ListenError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
     try:
+        changed = asyncio.Event()  # the exporter reads on demand: no one waits on changes
+        watchers.extend(make_watchers(config, changed, clock, runner_factory, gpu_source_factory, history))
         for w in watchers:
             w.start()
         if on_listening is not None:

@@ -54,9 +54,11 @@ KIND_OTHER = "other"
 #: Longest host, unit, engine or model label value, in characters (a longer one is cut with "…").
 LABEL_MAX_CHARS = 120
 
+#: The metrics with one series per host: info, ready, progress, ETA, start time, restart loop,
+#: failed starts, unit restarts, verdict, failure cause, orphan memory, journal lines.
+_SINGLE_SERIES = 12
 #: The most series one host can have in one scrape (see the module docstring).
-SERIES_PER_HOST = 1 + len(START_PHASES) + len(READINESS_RUNGS) + 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1 \
-    + len(KNOWN_PROBES) + 1
+SERIES_PER_HOST = _SINGLE_SERIES + len(START_PHASES) + len(READINESS_RUNGS) + len(KNOWN_PROBES)
 
 _HOST_LABELS = ["host", "unit"]
 
