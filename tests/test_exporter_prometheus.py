@@ -121,6 +121,21 @@ def listens_on(port: int) -> list[str]:
     return found
 
 
+def remote_followers(host: SystemdHost) -> list[str]:
+    """The long-lived remote commands upwatch starts (``journalctl -f``, ``nvidia-smi -lms``)
+    running on the host now, as command lines."""
+    found = []
+    for pid in host.host_pids():
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:  # ended meanwhile
+            continue
+        if argv and ((argv[0].endswith(b"journalctl") and b"-f" in argv)
+                     or (argv[0].endswith(b"nvidia-smi") and b"-lms" in argv)):
+            found.append(b" ".join(argv).decode(errors="replace"))
+    return found
+
+
 def exporter_env(tmp_path: Path, host: SystemdHost) -> dict[str, str]:
     """The exporter's environment: a HOME whose ~/.ssh/config names the systemd host ``sysd``."""
     home = tmp_path / "home"
@@ -211,7 +226,10 @@ def test_prometheus_and_alertmanager_see_a_crash_loop(systemd_host: SystemdHost,
                 lint = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True,
                                       text=True, timeout=30)
                 assert lint.returncode == 0, lint.stdout + lint.stderr
+            assert any("crashy.service" in c for c in remote_followers(systemd_host))
             exporter.send_signal(signal.SIGTERM)
             assert exporter.wait(30) == 0, exporter_log.read_text()
+            # SIGTERM ends every remote process the exporter started.
+            until_sync("the remote follows ended", lambda: remote_followers(systemd_host) == [], STAGE_S, every=0.1)
     finally:
         hook.close()
