@@ -305,6 +305,13 @@ class FloodRunner:
             text = re.sub(r"^MainPID=\d+$", f"MainPID={self._pid}", self._show, flags=re.M)
             text = text.replace("Sat 2025-03-08 12:28:58 UTC", started)
             return Completed(argv, 0, text.encode())
+        if argv[:1] == ("journalctl",) and "-n" in argv:
+            # The watcher's one-entry looks: the access check (``-o cat``) and whether the journal
+            # has an entry to show (``-o json``). This journal always has: it writes from the gate.
+            if "json" in argv:
+                return Completed(argv, 0, self._stamp(self._server_prefix + b',"MESSAGE":' + self._messages[0],
+                                                      time.time_ns() // 1000) + b"\n")
+            return Completed(argv, 0, b"[2025-03-08 12:29:01] server_args=ServerArgs(...)\n")
         return Completed(argv, 127, b"", f"sh: 1: {argv[0] if argv else ''}: not found".encode())
 
     def stream(self, argv: Sequence[str]) -> AsyncIterator[bytes]:

@@ -18,6 +18,10 @@ Subcommands:
 * ``upwatch history [--json] [HOST ...]``: how long earlier starts took, per host, unit, model and
   engine arguments (:func:`tui.history.run_history`). Exit 0, or 2 when the history cannot be read.
 
+* ``upwatch exporter [--listen 127.0.0.1:9464] [--config PATH] [HOST/UNIT | NAME ...]``: watch the
+  hosts headless and serve their state as Prometheus metrics (:func:`tui.exporter.run_exporter`)
+  until Ctrl-C or SIGTERM. Exit 0, or 2 bad configuration or an address that cannot be bound.
+
 * ``upwatch replay PATH [--engine NAME] [--unit UNIT] [--json]``: read a saved log (``-`` for
   standard input) and print its startup timeline and final state. Exit 0 when the log was read,
   2 when it could not be (one line on stderr says why).
@@ -58,7 +62,7 @@ EXIT_INTERRUPTED = 130
 DEMO_SPEED = 10.0
 
 #: The subcommands; the first word of argv that is not an option picks one (see :func:`main`).
-COMMANDS = ("replay", "config", "status", "wait", "history", "report", "mcp")
+COMMANDS = ("replay", "config", "status", "wait", "history", "report", "mcp", "exporter")
 
 _WHERE = ("The hosts come from hosts.toml in the user's config folder (~/.config/upwatch/hosts.toml\n"
           "on Linux), or the file named by $UPWATCH_CONFIG, or by --config PATH.")
@@ -115,7 +119,7 @@ def build_dashboard_parser() -> argparse.ArgumentParser:
     """
     parser = argparse.ArgumentParser(
         prog="upwatch", usage="%(prog)s [-h] [--version] [--demo [--speed N]] [--config PATH] [--read-only] [HOST ...]\n"
-                              "       %(prog)s {replay,config,status,wait,history,report,mcp} ...",
+                              "       %(prog)s {replay,config,status,wait,history,report,mcp,exporter} ...",
         description=textwrap.fill(_DESCRIPTION, 78), formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=f"{_WHERE}\n{_QUICK}\n\n"
                "commands:\n"
@@ -126,6 +130,7 @@ def build_dashboard_parser() -> argparse.ArgumentParser:
                "  history [HOST]     how long earlier starts took (medians per phase)\n"
                "  report HOST        look at one host once and print a Markdown report to paste\n"
                "  mcp                serve upwatch's answers to a coding agent (MCP over stdio)\n"
+               "  exporter [HOST]    watch headless and serve Prometheus metrics (127.0.0.1:9464)\n"
                "  (upwatch COMMAND --help for more)\n"
                "Durations (--timeout): 15s, 5m, 1h, 1h30m or plain seconds. Ctrl-C ends any command with\n"
                "exit status 130 and one line on stderr (status --watch and the dashboard, once running: 0).\n\n"
@@ -277,6 +282,21 @@ def build_parser() -> argparse.ArgumentParser:
                          help="print a JSON list (host, unit, model, args_hash, engine, ready, failed, "
                               "typical_starts, median_total_s, median_phases_s, last_start, last_outcome)")
     history.add_argument("hosts", nargs="*", metavar="HOST", help="a host's name as configured (default: all)")
+    exporter = sub.add_parser(
+        "exporter", help="watch the hosts headless and serve Prometheus metrics",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Watch each host (unit, log, GPUs, health) as the dashboard does, without a screen, and\n"
+                    "serve their state at http://LISTEN/metrics for Prometheus (text format; OpenMetrics when\n"
+                    "the scraper asks for it). Run it on each GPU host for its own units (ssh = \"local\"),\n"
+                    "or centrally over SSH for a few dozen hosts (docs/fleets.md).\n\n"
+                    f"{_WHERE}\n{_QUICK}\n\n"
+                    "Runs until Ctrl-C or SIGTERM. Exit status: 0, or 2 bad configuration or arguments, or\n"
+                    "an address that cannot be bound (one line on stderr says why).",
+    )
+    exporter.add_argument("--listen", default="127.0.0.1:9464", metavar="HOST:PORT",
+                          help="where to serve /metrics (default 127.0.0.1:9464: this machine only)")
+    _add_config_option(exporter)
+    _add_hosts(exporter, "a configured host's name (default: all), or a quick form [user@]host[:port]/unit")
     return parser
 
 
@@ -325,6 +345,8 @@ def _main(argv: list[str] | None) -> int:
             return _report(args)
         if command == "mcp":
             return _mcp(args)
+        if command == "exporter":
+            return _exporter(args)
         if command == "history":
             from tui.history import run_history
 
@@ -440,14 +462,19 @@ def _dashboard(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     return EXIT_OK
 
 
+def _nothing_to_do(command: str, what: str, config: Config) -> int:
+    """A headless command with no host: one line on stderr saying where it looked; :data:`EXIT_USAGE`."""
+    f = config.file
+    looked = f"{f.shown} ({'no [[host]] tables in it' if f.exists else 'not found'})" if f else "no file"
+    print(f"upwatch {command}: {what}: looked for {looked}; write hosts.toml (`upwatch --help` "
+          "ends with an example) or give HOST/UNIT quick forms", file=sys.stderr)
+    return EXIT_USAGE
+
+
 def _status(args: argparse.Namespace) -> int:
     config = select_hosts(args.hosts, getattr(args, "config", None))
     if not config.hosts:
-        f = config.file
-        looked = f"{f.shown} ({'no [[host]] tables in it' if f.exists else 'not found'})" if f else "no file"
-        print(f"upwatch status: no hosts to look at: looked for {looked}; write hosts.toml (`upwatch --help` "
-              "ends with an example) or give HOST/UNIT quick forms", file=sys.stderr)
-        return EXIT_USAGE
+        return _nothing_to_do("status", "no hosts to look at", config)
     if args.watch:
         from tui.status import run_status_watch
 
@@ -455,6 +482,15 @@ def _status(args: argparse.Namespace) -> int:
     from tui.status import run_status
 
     return run_status(config, as_json=args.json, timeout_s=args.timeout, out=sys.stdout)
+
+
+def _exporter(args: argparse.Namespace) -> int:
+    config = select_hosts(args.hosts, getattr(args, "config", None))
+    if not config.hosts:
+        return _nothing_to_do("exporter", "no hosts to watch", config)
+    from tui.exporter import run_exporter
+
+    return run_exporter(config, args.listen)
 
 
 def _wait(args: argparse.Namespace) -> int:

@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from probes.clock import Clock, WallClock
 from probes.sources.gpu_errors import GpuError
 from probes.sources.nvml import NvmlSource
@@ -14,8 +16,10 @@ from probes.transport.local import LocalRunner
 from probes.transport.runner import Runner
 from probes.transport.ssh import SshRunner
 from probes.spec import HostSpec
-from tui.app import UpwatchApp, make_app
 from tui.config import Config
+
+if TYPE_CHECKING:  # the app (Textual) is imported only to build it: the headless exporter uses runner_for alone
+    from tui.app import UpwatchApp
 
 
 def runner_for(spec: HostSpec) -> Runner:
@@ -39,4 +43,6 @@ def gpu_source_for(spec: HostSpec) -> NvmlSource | None:
 
 def make_live_app(config: Config, clock: Clock | None = None) -> UpwatchApp:
     """The dashboard on ``config.hosts``, each watched through :func:`runner_for`."""
+    from tui.app import make_app
+
     return make_app(config, runner_for, clock or WallClock(), gpu_source_factory=gpu_source_for)

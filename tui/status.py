@@ -234,10 +234,15 @@ class Answered:
         return now - since >= JOURNAL_QUIET_S or w.model.failing("journal")
 
 
-def _watchers(config: Config, changed: asyncio.Event, clock: Clock,
-              runner_factory: Callable[[HostSpec], Runner] | None,
-              gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None,
-              history: History | None = None) -> list[HostWatcher]:
+def make_watchers(config: Config, changed: asyncio.Event, clock: Clock,
+                  runner_factory: Callable[[HostSpec], Runner] | None,
+                  gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None,
+                  history: History | None = None) -> list[HostWatcher]:
+    """One :class:`HostWatcher` per host of ``config`` (config order, not started), with the
+    configured poll intervals; each sets ``changed`` when its model changes. ``runner_factory`` and
+    ``gpu_source_factory`` default to the live ones (:mod:`tui.live`: SSH, or local for ``local``
+    hosts). The headless commands (``status``, ``status --watch``, ``exporter``) all build their
+    watchers here."""
     if runner_factory is None or gpu_source_factory is None:
         from tui.live import gpu_source_for, runner_for
 
@@ -283,7 +288,7 @@ async def look_once(config: Config, timeout_s: float, take: Callable[[HostWatche
         before this returns.
     """
     changed = asyncio.Event()
-    watchers = _watchers(config, changed, clock or WallClock(), runner_factory, gpu_source_factory, history)
+    watchers = make_watchers(config, changed, clock or WallClock(), runner_factory, gpu_source_factory, history)
     done = Answered()
     for w in watchers:
         w.start()
@@ -356,7 +361,7 @@ async def watch(config: Config, out: IO[str], *, timeout_s: float = 15.0, tick_s
     """
     clock = clock or WallClock()
     changed = asyncio.Event()
-    watchers = _watchers(config, changed, clock, runner_factory, gpu_source_factory, history)
+    watchers = make_watchers(config, changed, clock, runner_factory, gpu_source_factory, history)
     done = Answered()
     last: dict[int, dict[str, Any]] = {}
     stop = stop or asyncio.Event()

@@ -23,6 +23,13 @@ PHASE_LABELS = {"starting": "Starting", "download": "Download", "weights": "Weig
                 "init": "Init", "graph_capture": "CUDA graph capture", "warmup": "Warm-up",
                 "ready": "Ready"}
 
+#: Every rule's id (:attr:`Verdict.kind`), worst first as :func:`verdict_for` tries them: a fixed
+#: list, so views may key on it (the exporter's ``kind`` label; tests/test_exporter_metrics.py
+#: checks that each ``Verdict(kind=...)`` in this module is listed).
+VERDICT_KINDS = ("stale", "ssh", "cannot_see", "not_found", "restart_loop", "unit_failed", "failed",
+                 "gpu_orphans", "suspect", "stalled", "stale_health", "foreign_health", "not_serving",
+                 "no_gpu_memory", "previous_failed", "slower", "unhealthy")
+
 #: Cause ids in words, for sentences.
 CAUSE_WORDS = {
     "cuda_oom": "CUDA out of memory", "host_oom_killed": "host out of memory (OOM killer)",
@@ -412,5 +419,5 @@ def judge(s: HostState, now: float, stall_after: Mapping[str, float] | None = No
     return dataclasses.replace(s, verdict=v)
 
 
-__all__ = ["PHASES", "PHASE_LABELS", "CAUSE_WORDS", "STALL_AFTER_S", "HEADLINES", "SIGHT_PROBES", "fmt_span",
+__all__ = ["PHASES", "PHASE_LABELS", "VERDICT_KINDS", "CAUSE_WORDS", "STALL_AFTER_S", "HEADLINES", "SIGHT_PROBES", "fmt_span",
            "cause_words", "headline", "verdict_for", "judge", "blind_failures", "cannot_see_lasting"]

@@ -1,0 +1,213 @@
+"""``upwatch exporter [--listen 127.0.0.1:9464] [--config F | HOST...]``: the hosts' watchers,
+headless, with their state served as Prometheus metrics.
+
+The same engine as ``upwatch status --watch`` (one :class:`~probes.watch.watcher.HostWatcher` per
+host, built by :func:`tui.status.make_watchers`, with the start history for the ETA), and the
+metrics of :mod:`tui.metrics` plus the exporter's own process metrics (``process_*``,
+``python_*``). The HTTP server runs on the watchers' asyncio loop, so a scrape reads the models
+between two events, never while one is applied: ``GET /metrics`` answers the Prometheus text
+format, or OpenMetrics when the ``Accept`` header asks for it (``application/openmetrics-text``);
+``GET /`` a line naming ``/metrics``; anything else 404 (a method other than GET or HEAD: 405).
+
+It listens on 127.0.0.1 unless ``--listen`` names another address. It runs until SIGINT or
+SIGTERM and then ends every remote process it started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from typing import IO
+
+from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
+from prometheus_client.exposition import choose_encoder
+
+from probes.clock import Clock, WallClock
+from probes.data.state import HostState
+from probes.sources.nvml import NvmlSource
+from probes.spec import HostSpec
+from probes.store.history import History
+from probes.transport.runner import Runner
+from probes.watch.watcher import HostWatcher
+from tui.config import Config
+from tui.metrics import HostsCollector
+from tui.status import make_watchers
+
+#: The default ``--listen``: loopback only (9464 is the port OpenTelemetry's Prometheus exporter uses).
+DEFAULT_LISTEN = "127.0.0.1:9464"
+
+#: Longest request head read, bytes; a client that sends more, or takes longer than
+#: :data:`REQUEST_TIMEOUT_S` for it, is answered 400/408 and dropped.
+MAX_REQUEST_BYTES = 16384
+REQUEST_TIMEOUT_S = 10.0
+
+
+class ListenError(Exception):
+    """The exporter's address cannot be bound; the message says which and why."""
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:9464`` for IPv6; ``:9464`` means 127.0.0.1) → ``(host, port)``.
+
+    Raises:
+        ValueError: no port, a port that is not a number in 0..65535, or an empty bracketed host.
+    """
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"--listen takes HOST:PORT (e.g. {DEFAULT_LISTEN}), not {text!r}")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+        if not host:
+            raise ValueError(f"--listen: empty address in {text!r}")
+    return host or "127.0.0.1", int(port)
+
+
+def make_registry(snapshots: Callable[[], Sequence[tuple[str, HostState]]], clock: Callable[[], float]) -> CollectorRegistry:
+    """A registry with the hosts' metrics (:class:`tui.metrics.HostsCollector`) and this process's
+    own (``process_*``: CPU seconds, resident memory, open fds; ``python_*``: GC, version)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(HostsCollector(snapshots, clock))
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    GCCollector(registry=registry)
+    return registry
+
+
+def render(registry: CollectorRegistry, accept: str) -> tuple[bytes, str]:
+    """One scrape of ``registry``: ``(body, content type)``, OpenMetrics when ``accept`` asks for
+    it, else the Prometheus text format 0.0.4."""
+    encoder, content_type = choose_encoder(accept)
+    return encoder(registry), content_type
+
+
+async def _respond(writer: asyncio.StreamWriter, status: str, body: bytes, content_type: str,
+                   head_only: bool = False) -> None:
+    head = (f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
+            "Connection: close\r\n\r\n").encode("ascii")
+    writer.write(head if head_only else head + body)
+    await writer.drain()
+
+
+async def _serve_one(registry: CollectorRegistry, reader: asyncio.StreamReader,
+                     writer: asyncio.StreamWriter) -> None:
+    """Answer one HTTP request (one per connection: ``Connection: close``)."""
+    try:
+        try:
+            raw = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), REQUEST_TIMEOUT_S)
+        except TimeoutError:
+            await _respond(writer, "408 Request Timeout", b"request timeout\n", "text/plain")
+            return
+        except asyncio.LimitOverrunError:
+            await _respond(writer, "400 Bad Request", b"request head too long\n", "text/plain")
+            return
+        except asyncio.IncompleteReadError:
+            return  # the client went away before a whole request head
+        lines = raw.decode("latin-1").split("\r\n")
+        parts = lines[0].split()
+        if len(parts) != 3:
+            await _respond(writer, "400 Bad Request", b"bad request line\n", "text/plain")
+            return
+        method, target, _version = parts
+        headers = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)}
+        if method not in ("GET", "HEAD"):
+            await _respond(writer, "405 Method Not Allowed", b"GET /metrics\n", "text/plain")
+            return
+        path = target.split("?", 1)[0]
+        if path == "/metrics":
+            body, ctype = render(registry, headers.get("accept", ""))
+            await _respond(writer, "200 OK", body, ctype, head_only=method == "HEAD")
+        elif path == "/":
+            await _respond(writer, "200 OK", b"upwatch exporter: metrics at /metrics\n", "text/plain; charset=utf-8",
+                           head_only=method == "HEAD")
+        else:
+            await _respond(writer, "404 Not Found", b"not found: try /metrics\n", "text/plain")
+    except (ConnectionError, OSError):
+        pass  # the scraper hung up mid-answer: nothing to tell it
+    finally:
+        writer.close()
+        with contextlib.suppress(ConnectionError, OSError):
+            await writer.wait_closed()
+
+
+async def serve(config: Config, host: str, port: int, *, stop: asyncio.Event,
+                runner_factory: Callable[[HostSpec], Runner] | None = None,
+                gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None = None,
+                clock: Clock | None = None, history: History | None = None,
+                on_listening: Callable[[int], None] | None = None) -> None:
+    """Watch every host of ``config`` and serve their metrics on ``host:port`` until ``stop``.
+
+    Args:
+        config: the hosts and poll intervals. host, port: where to listen (port 0: any free one).
+        stop: set it to end; the server closes, then every watcher stops (remote processes end).
+        runner_factory, gpu_source_factory: as :func:`tui.status.make_watchers` (default: live).
+        clock: the watchers' and the ETA's clock (default: wall time).
+        history: the start history (finished starts written, typical durations read), or None.
+        on_listening: called with the bound port once the server listens.
+
+    Raises:
+        ListenError: the address cannot be bound (in use, not an address of this machine).
+    """
+    clock = clock or WallClock()
+    watchers: list[HostWatcher] = []  # made once the address is bound: nothing to undo before
+
+    def snapshots() -> list[tuple[str, HostState]]:
+        now = clock.now()
+        return [(w.spec.name, w.state(now)) for w in watchers]
+
+    registry = make_registry(snapshots, clock.now)
+    try:
+        server = await asyncio.start_server(lambda r, w: _serve_one(registry, r, w), host, port,
+                                            limit=MAX_REQUEST_BYTES)
+    except OSError as exc:
+        raise ListenError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    try:
+        changed = asyncio.Event()  # the exporter reads on demand: no one waits on changes
+        watchers.extend(make_watchers(config, changed, clock, runner_factory, gpu_source_factory, history))
+        for w in watchers:
+            w.start()
+        if on_listening is not None:
+            on_listening(server.sockets[0].getsockname()[1])
+        await stop.wait()
+    finally:
+        server.close()
+        await server.wait_closed()
+        await asyncio.gather(*(w.stop() for w in watchers), return_exceptions=True)
+
+
+def run_exporter(config: Config, listen: str, *, err: IO[str] | None = None) -> int:
+    """``upwatch exporter``: serve until SIGINT or SIGTERM; returns 0, or 2 when ``listen`` cannot
+    be bound (one line on ``err``, default stderr, says why)."""
+    err = err or sys.stderr
+    try:
+        host, port = parse_listen(listen)
+    except ValueError as exc:
+        print(f"upwatch exporter: {exc}", file=err)
+        return 2
+
+    def listening(bound: int) -> None:
+        shown = f"[{host}]" if ":" in host else host
+        print(f"upwatch exporter: {len(config.hosts)} host(s), metrics at http://{shown}:{bound}/metrics",
+              file=err, flush=True)
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):  # not the main thread (tests)
+                loop.add_signal_handler(sig, stop.set)
+        await serve(config, host, port, stop=stop, history=hist, on_listening=listening)
+
+    hist = History()
+    if hist.problem:
+        print(f"upwatch exporter: {hist.problem}", file=err)
+    try:
+        asyncio.run(main())
+    except ListenError as exc:
+        print(f"upwatch exporter: {exc}", file=err)
+        return 2
+    finally:
+        hist.close()
+    return 0
