@@ -16,6 +16,7 @@ import io
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -311,10 +312,15 @@ def test_another_listen_address_is_warned_about() -> None:
         end_server(quiet)
 
 
-def test_bad_arguments_exit_2() -> None:
-    for args in (["--listen", "nowhere"], ["--max-viewers", "0"], ["--speed", "5"], ["--demo", "gpu/x"]):
-        done = subprocess.run([sys.executable, "-m", "tui", "serve", *args], cwd=ROOT, capture_output=True, timeout=30)
-        assert done.returncode == 2 and done.stdout == b"", (args, done)
+def test_bad_arguments_exit_2(tmp_path: Path) -> None:
+    taken = socket.create_server(("127.0.0.1", 0))  # a port something else listens on
+    with taken:
+        for args in (["--listen", "nowhere"], ["--max-viewers", "0"], ["--speed", "5"], ["--demo", "gpu/x"],
+                     ["--config", str(tmp_path / "missing.toml")],
+                     ["--demo", "--listen", f"127.0.0.1:{taken.getsockname()[1]}"]):
+            done = subprocess.run([sys.executable, "-m", "tui", "serve", *args], cwd=ROOT, capture_output=True,
+                                  timeout=30)
+            assert done.returncode == 2 and done.stdout == b"", (args, done)
 
 
 # --- through a tunnel whose local port is another ----------------------------------------------------------
@@ -430,3 +436,32 @@ async def test_in_a_browser_through_a_tunnel(served: Served) -> None:
                 await pages[1].screenshot(path=os.environ["UPWATCH_SAVE_SCREENSHOT"])
         finally:
             await browser.close()
+
+
+# --- a live host: no remote process outlives the server -------------------------------------------------
+
+@pytest.mark.parametrize("end", ["SIGTERM", "SIGKILL"])
+async def test_no_remote_process_outlives_the_server(testhost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     end: str) -> None:
+    """``upwatch serve --config`` on a real sshd test host: each viewer's app streams the journal
+    there; once the server ended (SIGTERM) or was killed (SIGKILL), nothing runs on the host."""
+    from test_live_status import host_block, hosts_toml, setup_home
+
+    testhost.seed_log("sglang-ok-01.log")
+    setup_home(tmp_path, monkeypatch, testhost)
+    config = hosts_toml(tmp_path, host_block("gpu-a", testhost.health.port))
+    served = start_server("--config", config, "--listen", "127.0.0.1:0")
+    try:
+        async with aiohttp.ClientSession() as http, viewer(http, served) as one:
+            await one.until("gpu-a", "READY")
+            assert testhost.remote_processes(), "the viewer's app watches the host"
+            tree = descendants(served.proc.pid)
+            began = time.monotonic()
+            os.kill(served.proc.pid, getattr(signal, end))
+            served.proc.wait(10)
+            while alive(tree) or testhost.remote_processes():
+                assert time.monotonic() - began < 8.0, (alive(tree), testhost.remote_processes())
+                await asyncio.sleep(0.05)
+        print(f"\n{end}: the server's tree and the host's processes gone after {time.monotonic() - began:.2f} s")
+    finally:
+        end_server(served)

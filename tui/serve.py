@@ -85,6 +85,10 @@ def is_loopback(host: str) -> bool:
         return False  # a name: it may resolve to any address
 
 
+class ListenError(Exception):
+    """The server cannot listen where asked; the message says where and why."""
+
+
 class ViewerSession(AppService):
     """One browser's app: ``argv`` run without a shell, with the watch pipe's read end passed on, in
     ``cwd``; :meth:`stop` ends it within seconds whatever it does.
@@ -234,7 +238,7 @@ class ViewerServer(Server):
         line once listening. Then every app process is ended (see :meth:`ViewerSession.stop`).
 
         Raises:
-            OSError: the address cannot be bound (in use, not this machine's).
+            ListenError: the address cannot be bound (in use, not this machine's).
         """
         stop = stop or asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -244,7 +248,10 @@ class ViewerServer(Server):
         await runner.setup()
         try:
             site = web.TCPSite(runner, self.host, self.port)
-            await site.start()
+            try:
+                await site.start()
+            except OSError as exc:
+                raise ListenError(f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}") from exc
             self.port = runner.addresses[0][1]
             out.write(self.url() + "\n")
             out.flush()
@@ -291,7 +298,7 @@ def run_serve(*, listen: str, max_viewers: int, demo: bool, speed: float | None,
                           max_viewers=max_viewers, title="upwatch demo" if demo else "upwatch")
     try:
         asyncio.run(server.run(out))
-    except OSError as exc:
-        err.write(f"upwatch serve: cannot listen on {listen}: {exc.strerror or exc}\n")
+    except ListenError as exc:
+        err.write(f"upwatch serve: {exc}\n")
         return 2
     return 0
