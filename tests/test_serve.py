@@ -256,8 +256,11 @@ async def test_at_most_max_viewers_at_once() -> None:
         end_server(served)
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-async def test_a_signal_ends_every_process_within_5_s(signum: int) -> None:
+@pytest.mark.parametrize(("signum", "group"), [(signal.SIGTERM, False), (signal.SIGINT, False), (signal.SIGINT, True)],
+                         ids=["SIGTERM", "SIGINT", "ctrl-c"])
+async def test_a_signal_ends_every_process_within_5_s(signum: int, group: bool) -> None:
+    """SIGTERM or SIGINT to the server, or SIGINT to its whole process group (Ctrl-C on its terminal:
+    the apps get it too), with two viewers on."""
     served = start_server("--demo", "--listen", "127.0.0.1:0")
     try:
         async with aiohttp.ClientSession() as http, viewer(http, served) as one, viewer(http, served) as two:
@@ -266,13 +269,16 @@ async def test_a_signal_ends_every_process_within_5_s(signum: int) -> None:
             tree = descendants(served.proc.pid)
             assert len(tree) >= 2, tree  # one app process per viewer
             began = time.monotonic()
-            served.proc.send_signal(signum)
+            if group:
+                os.killpg(served.proc.pid, signum)
+            else:
+                served.proc.send_signal(signum)
             exit_code = await asyncio.to_thread(served.proc.wait, 10)
             took = time.monotonic() - began
         assert exit_code == 0, served.stderr()
         assert took < 5.0, f"{took:.2f} s"
         assert alive(tree) == [] and in_group(served.proc.pid) == []
-        print(f"\n{signal.Signals(signum).name} with 2 viewers: exit in {took:.2f} s, {len(tree)} processes ended")
+        print(f"\n{signal.Signals(signum).name}{' to the group' if group else ''} with 2 viewers: exit in {took:.2f} s, {len(tree)} processes ended")
     finally:
         end_server(served)
 
