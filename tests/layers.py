@@ -2,7 +2,8 @@
 
 ``host``: a test that needs a real part of a machine: an OpenSSH server (tests/sshd.py,
 tests/testhost.py, tests/netns.py), a real systemd (tests/systemd_host.py), the real ``journalctl``
-on journal files, tmux, or an upwatch subprocess against such a host.
+on journal files, tmux, a browser (Chromium), or an upwatch subprocess against such a host or
+serving one (``upwatch serve``).
 
 ``app``: a test, not ``host``, that runs the whole Textual app under Pilot (``App.run_test``, the
 demo app, an SVG snapshot): no host, but seconds of rendering each (:func:`runs_the_app`).
@@ -40,7 +41,7 @@ HOST_FIXTURES = frozenset({
 #: Programs (basename of ``argv[0]``) that only a ``host`` test may start.
 HOST_PROGRAMS = frozenset({
     "sshd", "ssh", "ssh-keygen", "journalctl", "systemctl", "systemd", "systemd-journal-remote",
-    "systemd-run", "tmux", "unshare", "nsenter", "ip",
+    "systemd-run", "tmux", "unshare", "nsenter", "ip", "chromium",
 })
 
 

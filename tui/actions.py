@@ -47,6 +47,8 @@ ACTION_BINDINGS = [
 ]
 
 READ_ONLY_MESSAGE = "read-only: actions are off"
+#: The footer's note while the actions are off.
+READ_ONLY_FOOTER = "read-only: no restart, stop or kill"
 SAFE_RESTART_TIMEOUT_S = 120.0
 
 

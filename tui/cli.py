@@ -21,6 +21,9 @@ Subcommands:
 * ``upwatch exporter [--listen 127.0.0.1:9464] [--config PATH] [HOST/UNIT | NAME ...]``: watch the
   hosts headless and serve their state as Prometheus metrics (:func:`tui.exporter.run_exporter`)
   until Ctrl-C or SIGTERM. Exit 0, or 2 bad configuration or an address that cannot be bound.
+* ``upwatch serve [--listen HOST:PORT] [--max-viewers N] [--demo [--speed N] | --config PATH |
+  HOST ...]``: the dashboard for browsers, read-only, behind a token URL (:mod:`tui.serve`). Exit 0
+  after a signal, 2 bad configuration, no host, or the address cannot be bound.
 
 * ``upwatch replay PATH [--engine NAME] [--unit UNIT] [--json]``: read a saved log (``-`` for
   standard input) and print its startup timeline and final state. Exit 0 when the log was read,
@@ -62,7 +65,7 @@ EXIT_INTERRUPTED = 130
 DEMO_SPEED = 10.0
 
 #: The subcommands; the first word of argv that is not an option picks one (see :func:`main`).
-COMMANDS = ("replay", "config", "status", "wait", "history", "report", "mcp", "exporter")
+COMMANDS = ("replay", "config", "status", "wait", "history", "report", "mcp", "exporter", "serve")
 
 _WHERE = ("The hosts come from hosts.toml in the user's config folder (~/.config/upwatch/hosts.toml\n"
           "on Linux), or the file named by $UPWATCH_CONFIG, or by --config PATH.")
@@ -119,7 +122,7 @@ def build_dashboard_parser() -> argparse.ArgumentParser:
     """
     parser = argparse.ArgumentParser(
         prog="upwatch", usage="%(prog)s [-h] [--version] [--demo [--speed N]] [--config PATH] [--read-only] [HOST ...]\n"
-                              "       %(prog)s {replay,config,status,wait,history,report,mcp,exporter} ...",
+                              "       %(prog)s {replay,config,status,wait,history,report,mcp,exporter,serve} ...",
         description=textwrap.fill(_DESCRIPTION, 78), formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=f"{_WHERE}\n{_QUICK}\n\n"
                "commands:\n"
@@ -131,6 +134,7 @@ def build_dashboard_parser() -> argparse.ArgumentParser:
                "  report HOST        look at one host once and print a Markdown report to paste\n"
                "  mcp                serve upwatch's answers to a coding agent (MCP over stdio)\n"
                "  exporter [HOST]    watch headless and serve Prometheus metrics (127.0.0.1:9464)\n"
+               "  serve [HOST ...]   serve the dashboard to browsers: read-only, behind a token URL\n"
                "  (upwatch COMMAND --help for more)\n"
                "Durations (--timeout): 15s, 5m, 1h, 1h30m or plain seconds. Ctrl-C ends any command with\n"
                "exit status 130 and one line on stderr (status --watch and the dashboard, once running: 0).\n\n"
@@ -297,6 +301,29 @@ def build_parser() -> argparse.ArgumentParser:
                           help="where to serve /metrics (default 127.0.0.1:9464: this machine only)")
     _add_config_option(exporter)
     _add_hosts(exporter, "a configured host's name (default: all), or a quick form [user@]host[:port]/unit")
+    serve = sub.add_parser(
+        "serve", help="serve the dashboard to browsers (read-only, behind a token URL)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Serve the dashboard to web browsers (textual-serve): each browser gets its own\n"
+                    "read-only dashboard (no restart, stop or kill). The first line printed is the URL\n"
+                    "to open; its token is needed by every request. It listens on 127.0.0.1 (share it\n"
+                    "through an SSH tunnel: docs/sharing.md); another --listen address is warned about.\n"
+                    "It runs until Ctrl-C or SIGTERM, and then ends every process it started.\n\n"
+                    f"{_WHERE}\n{_QUICK}\n\n"
+                    "Exit status: 0 after a signal, 2 bad configuration or arguments, no host, or the\n"
+                    "address cannot be bound.",
+    )
+    serve.add_argument("--listen", default="127.0.0.1:8765", type=_listen, metavar="HOST:PORT",
+                       help="the address to listen on (default 127.0.0.1:8765; port 0: any free port)")
+    serve.add_argument("--max-viewers", type=_viewers, default=4, metavar="N",
+                       help="at most N browsers at once (default 4; each runs its own dashboard)")
+    # SUPPRESS: `upwatch --demo serve` keeps the flag given before the command.
+    serve.add_argument("--demo", action="store_true", default=argparse.SUPPRESS,
+                       help="serve the demo (four simulated hosts) instead of configured hosts")
+    serve.add_argument("--speed", type=_speed, default=argparse.SUPPRESS, metavar="N",
+                       help=f"with --demo only: time runs N times faster than real (default {DEMO_SPEED:g})")
+    _add_config_option(serve)
+    _add_hosts(serve, "a configured host's name (default: all), or a quick form [user@]host[:port]/unit")
     return parser
 
 
@@ -347,6 +374,12 @@ def _main(argv: list[str] | None) -> int:
             return _mcp(args)
         if command == "exporter":
             return _exporter(args)
+        if command == "serve":
+            from tui.serve import run_serve
+
+            return run_serve(listen=args.listen, max_viewers=args.max_viewers, demo=args.demo,
+                             speed=args.speed, config_path=getattr(args, "config", None), hosts=args.hosts,
+                             out=sys.stdout, err=sys.stderr)
         if command == "history":
             from tui.history import run_history
 
@@ -361,7 +394,7 @@ def _check_mode_flags(parser: argparse.ArgumentParser, args: argparse.Namespace)
     """Refuse (``parser.error``: usage, one line, exit 2) a flag given where it does nothing: the
     demo's flags elsewhere, and what the demo does not read."""
     command = getattr(args, "command", None)
-    if args.demo and command is not None:
+    if args.demo and command not in (None, "serve"):
         parser.error(f"--demo opens the dashboard on simulated hosts: it takes no command ({command})")
     if args.speed is not None and not args.demo:
         parser.error("--speed sets the demo's speed: it applies with --demo only")
@@ -606,6 +639,23 @@ def _shown(spec: HostSpec, key: str) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def _listen(text: str) -> str:
+    """``serve --listen``: HOST:PORT, checked (:func:`tui.serve.parse_listen`), kept as given."""
+    from tui.serve import parse_listen
+
+    try:
+        parse_listen(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _viewers(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 64:
+        raise argparse.ArgumentTypeError(f"a number of viewers from 1 to 64: {text!r}")
+    return int(text)
 
 
 def _speed(text: str) -> float:

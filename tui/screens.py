@@ -11,12 +11,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, Header, Input, Static
+from textual.widgets import Footer, Header, Input, Label, Static
 
 from probes.data.state import HostState
 from probes.fold.verdict import HEADLINES, headline
 from probes.watch.watcher import HostWatcher
-from tui.actions import ACTION_BINDINGS
+from tui.actions import ACTION_BINDINGS, READ_ONLY_FOOTER
 from widgets.detail import GpuHistory, PhaseTimeline, UnitPanel
 from widgets.host_card import HostCard
 from widgets.log_pane import LogPane
@@ -85,6 +85,18 @@ def summary(states) -> str:
     return f"{n} host{'s' if n != 1 else ''}: " + " · ".join(parts) if parts else ""
 
 
+class ModeFooter(Footer):
+    """The key footer, ending in :data:`~tui.actions.READ_ONLY_FOOTER` when the app's actions are
+    off (``--read-only``, ``read_only = true``, every ``upwatch serve`` browser)."""
+
+    DEFAULT_CSS = "ModeFooter > .mode { width: auto; margin: 0 1; color: $text-warning; }"
+
+    def compose(self) -> ComposeResult:
+        yield from super().compose()
+        if getattr(getattr(self.app, "actions", None), "read_only", False):
+            yield Label(READ_ONLY_FOOTER, classes="mode", markup=False)
+
+
 class OverviewScreen(Screen[None]):
     """A grid of host cards that fills the screen (columns of cards at least 60 wide; scrolls when the rows do not fit)."""
 
@@ -104,7 +116,7 @@ class OverviewScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         yield CardGrid(id="grid")
-        yield Footer()
+        yield ModeFooter()
 
     @property
     def grid(self) -> CardGrid:
@@ -218,7 +230,7 @@ class DetailScreen(Screen[None]):
                 yield UnitPanel(id="unit")
         yield Static("", id="status", markup=False)
         yield Input(placeholder="filter the log (plain text, case-insensitive)", id="filter")
-        yield Footer()
+        yield ModeFooter()
 
     @property
     def log_pane(self) -> LogPane:
