@@ -48,7 +48,8 @@ def normalize_unit(unit: str) -> str:
     return unit
 
 
-#: Default HTTP port per engine (the servers' own defaults).
+#: Default HTTP port per engine id of ``probes.logs.engines.ENGINES`` (the servers' own defaults);
+#: every engine has one (tests/test_engine_lists.py), so the health probe never guesses a port.
 DEFAULT_PORTS = {"sglang": 30000, "vllm": 8000, "tgi": 80, "llamacpp": 8080, "trtllm": 8000, "ollama": 11434}
 
 
@@ -62,7 +63,10 @@ class HostSpec:
         port: the server's HTTP port on the host when ``health_url`` is not given; None means the
             port the start's log names, else the engine's default (:data:`DEFAULT_PORTS`, from
             ``engine`` or the one detected in the log); with none of these known the health probe
-            does not guess a port: it fails with "no port known" until one is.
+            does not guess a port: it fails with "no port known" until one is. That holds for an
+            engine only while it has an entry in :data:`DEFAULT_PORTS` (one missing from it gets
+            8000, the fallback of ``probes.sources.health.health_target``); every engine has one,
+            which tests/test_engine_lists.py checks.
         engine: force the engine id; None detects it from the log.
         backlog: most journal entries read on first connect (the current start should fit).
         ssh: how to reach the host: an alias of ``~/.ssh/config``, ``[user@]host[:port]``, or

@@ -59,7 +59,7 @@ H100 = "NVIDIA H100 80GB HBM3"
 
 
 def _h100(i: int, tag: str) -> Gpu:
-    # Totals, limit, idle and gpu-burn load figures: the real H100 capture (FORMATS 1.1).
+    # Totals, limit, idle and gpu-burn load figures: the real H100 capture (tests/fixtures/nvidia-smi/query-gpu.*.csv).
     return Gpu(i, f"GPU-00000000-0000-0000-0000-0000000000{tag}{i}", H100, 81559, 700.0,
                69.85 + (1.37, 0.0, 2.16, 0.84)[i % 4], 631.95, 33 + (2, 0, 1, 3)[i % 4], 59)
 
@@ -199,7 +199,8 @@ def sglang_ready(start: float) -> Scenario:
                "ControlGroup": f"/system.slice/{unit}", "MemoryCurrent": 412_655_616,
                "InvocationID": recs[0]["INVOCATION_ID"]}
     units = [UnitFrame(-30.0, base), UnitFrame(t_exec, running)]
-    # MemoryCurrent includes the page cache of the safetensors read at load time (FORMATS 2.6).
+    # MemoryCurrent includes the page cache of the safetensors read at load time
+    # (systemd's MemoryCurrent is the cgroup's memory.current).
     for t, b in ((16, 1_289_748_480), (40, 6_845_104_128), (52, 9_126_805_504), (67, 38_654_705_664),
                  (82, 68_719_476_736), (136, 70_866_960_384), (A_READY_S, 71_834_742_784)):
         units.append(UnitFrame(float(t), {"MemoryCurrent": b}))
@@ -277,7 +278,8 @@ def vllm_restart_loop(start: float) -> Scenario:
             units.append(UnitFrame(e, {**dead, "ActiveState": "activating", "SubState": "auto-restart"}))
         r = restarts[k] if k < len(restarts) else None
         if r is not None and k == len(starts) - 1:
-            # The restart the start limit refuses: failed/failed, Result stays exit-code (FORMATS 2.4).
+            # The restart the start limit refuses: failed/failed, Result stays exit-code
+            # (tests/fixtures/systemctl-show/failed-start-limit-hit.txt).
             units.append(UnitFrame(r, {"NRestarts": k + 1, "ActiveState": "failed", "SubState": "failed",
                                        "StateChangeTimestamp": r, "StateChangeTimestampMonotonic": r}))
     return Scenario(
@@ -346,7 +348,7 @@ def sglang_graph_stall(start: float) -> Scenario:
     spread([failgc[n - 1] for n in (35, 36, 37, 38, 39, 40, 41, 43)], 54.5, 54.51)  # Capture cuda graph begin
     timed.append((55.2, rec(hang[0])))                                    # Capture cuda graph bs [...]
     bar, _, glued = hang[1].partition("[2025-06-26")
-    # journald flushes TP0's unfinished tqdm frame when another process writes (FORMATS 2.2).
+    # journald flushes TP0's unfinished tqdm frame when another process writes (systemd src/journal/journald-stream.c).
     timed.append((C_STALL_S - 0.2, rec("\r" + bar, pid=4301, _LINE_BREAK="pid-change")))
     timed.append((C_STALL_S - 0.19, rec("[2025-06-26" + glued)))
     spread([hang[n - 1] for n in (3, 4, 5)], C_STALL_S - 0.1, C_STALL_S)  # DeepGEMM JIT on DP3, DP4, DP1

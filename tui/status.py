@@ -58,8 +58,8 @@ def host_json(spec: HostSpec, s: HostState, now: float | None = None) -> dict[st
     """One host's snapshot as a JSON-ready dict.
 
     Keys: ``host``, ``unit``, ``engine``, ``state`` (``waiting``, ``loading``, ``ready``,
-    ``failed``, ``stopped``), ``headline`` (the card's word: :func:`probes.fold.verdict.headline`), ``phase`` (DESIGN.md phase id), ``progress`` (``{"phase", "done",
-    "total", "fraction"}`` or null), ``readiness`` (DESIGN.md ladder: ``inactive``,
+    ``failed``, ``stopped``), ``headline`` (the card's word: :func:`probes.fold.verdict.headline`), ``phase`` (phase id of docs/architecture.md), ``progress`` (``{"phase", "done",
+    "total", "fraction"}`` or null), ``readiness`` (docs/architecture.md's ladder: ``inactive``,
     ``port_closed``, ``http_unhealthy``, ``healthy``, ``serving``, or ``unknown``), ``restarts``
     (NRestarts, or null), ``restart_loop`` (null, or ``{"starts", "causes", "gave_up"}``), ``gpus`` (list of ``index``, ``name``,
     ``mem_used_mib``, ``mem_total_mib``, ``util_pct``; null where not available), ``gpu_error``

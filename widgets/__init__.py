@@ -1,4 +1,4 @@
-"""Textual widgets that render a host's state. They do no I/O and no parsing (see DESIGN.md).
+"""Textual widgets that render a host's state. They do no I/O and no parsing (see docs/architecture.md).
 
 * :mod:`widgets.text`: ``host_text`` / ``plain``, the only way host text reaches a widget (the
   cleaning is :mod:`probes.hosttext`'s; this keeps colours as styles).

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from probes.data.download import DownloadProgress
 from probes.data.reading import ErrorLine, FailedStart, Progress
 
-#: Readiness ladder, lowest first (see DESIGN.md). ``unknown`` is "no health data yet".
+#: Readiness ladder, lowest first (see docs/architecture.md, "Shared vocabulary"). ``unknown`` is "no health data yet".
 RUNGS = ("inactive", "port_closed", "http_unhealthy", "healthy", "serving")
 
 #: Verdict levels, least severe first.
@@ -137,7 +137,8 @@ class GpuOrphans:
 
 @dataclass(frozen=True, slots=True)
 class UnitState:
-    """The unit as ``systemctl show`` reports it (format of systemd 252; see FORMATS.md 2.6).
+    """The unit as ``systemctl show`` reports it (format of systemd 252; real captures in
+    ``tests/fixtures/systemctl-show``).
 
     Attributes:
         time: when it was read (epoch seconds).
@@ -355,7 +356,7 @@ class HostState:
         engine: engine id or ``unknown``.
         state: the start's state: ``waiting`` (no line yet), ``loading``, ``ready``, ``failed``,
             ``stopped``.
-        phase: the current phase id (see DESIGN.md), or the phase a failed start died in.
+        phase: the current phase id (see docs/architecture.md), or the phase a failed start died in.
         phases: the current start's phases in order, with begin times and durations.
         progress: the current bar (``done``/``total``), or None.
         start_began: when the current start began (epoch seconds), or None.

@@ -1,12 +1,13 @@
 """The fixed vocabulary: phase ids in order, failure cause ids with how decisive each is, and the
-default one-line hint per cause (DESIGN.md, "Phase ids"). Engines' rules and every view use these ids.
+default one-line hint per cause (docs/architecture.md, "Shared vocabulary"). Engines' rules and every view
+use these ids.
 """
 
 from __future__ import annotations
 
 
 
-#: Canonical phase ids, in the order a start goes through them (see DESIGN.md).
+#: Canonical phase ids, in the order a start goes through them (see docs/architecture.md, "Shared vocabulary").
 PHASES: tuple[str, ...] = ("starting", "download", "weights", "init", "graph_capture", "warmup", "ready")
 PHASE_INDEX: dict[str, int] = {p: i for i, p in enumerate(PHASES)}
 

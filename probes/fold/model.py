@@ -39,7 +39,9 @@ DOWNLOAD_KEEP = 720
 GPU_CHANGE_MIB = 256
 
 #: Engines that bind their HTTP port only after loading (weights, KV cache, CUDA graphs): a health
-#: answer while their log is still before warm-up comes from something else (FORMATS.md, trap 2).
+#: answer while their log is still before warm-up comes from something else (SGLang's
+#: ``srt/entrypoints/http_server.py`` and vLLM's ``vllm/entrypoints/openai/api_server.py`` listen
+#: only once the engine is built).
 BINDS_AFTER_LOADING = frozenset({"sglang", "vllm"})
 _BOUND_PHASES = frozenset({"warmup", "ready"})
 
@@ -458,7 +460,7 @@ class HostModel:
 
 
 def _readiness(unit: UnitState | None, health: Health | None) -> str:
-    """The readiness rung from the unit's state and the last health probe (DESIGN.md ladder)."""
+    """The readiness rung from the unit's state and the last health probe (docs/architecture.md's ladder)."""
     if unit is not None and not unit.running:
         return "inactive"
     if health is not None:

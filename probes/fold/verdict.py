@@ -195,7 +195,8 @@ def systemd_gave_up(s: HostState) -> bool:
     """systemd stopped restarting the unit because it hit its start limit: ``ActiveState=failed``
     after automatic restarts (``NRestarts`` above 0; a manual start resets it), or with the
     journal's ``Start request repeated too quickly`` or ``Result=start-limit-hit`` (which a crash
-    loop does not set: the last crash's result stays, FORMATS.md 2.4). Without the unit probe,
+    loop does not set: the last crash's result stays, systemd ``src/core/service.c``;
+    tests/fixtures/systemctl-show/failed-start-limit-hit.txt). Without the unit probe,
     the journal's line while the start is failed. A unit started by hand that failed again
     (``Restart=no``) is failed, not "gave up"."""
     u = s.unit_state

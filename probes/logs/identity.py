@@ -13,7 +13,7 @@ model and a short hash of the argument dump, or None when the line carries neith
 - TRT-LLM's launcher scripts: ``Starting trtllm-serve for model X on port N``.
 - llama.cpp: ``load_model: loading model '…'``.
 
-Sources: the real logs in ``fixtures/logs`` and ``reference/FORMATS.md`` (SGLang, vLLM sections).
+Sources: the real logs in ``tests/fixtures/logs`` and ``tests/fixtures/logs-extra``.
 """
 
 from __future__ import annotations

@@ -59,7 +59,8 @@ _SERVED_RE = re.compile(r'"(?:GET|POST) /\S* HTTP/[\d.]+" 2\d\d\b|request: (?:GE
 # What a person writes where they left lines out of a pasted log.
 _ELISION_RE = re.compile(r"\s*(?:\.{3}|…|\[\.{3}\]|\(\.{3}\)|<snip>|\[snip\]|\.{3} ?\(.{0,60}\))\s*$", re.I)
 #: A uvicorn access line for a probe's request (health checks, metrics, model list): every probe
-#: writes one into the unit's journal (FORMATS.md 3.1), so it is never "the last meaningful line".
+#: writes one into the unit's journal (Uvicorn's access log, as in
+#: tests/fixtures/logs-extra/sglang-ok-06-dockerdesktop.log), so it is never "the last meaningful line".
 _PROBE_ACCESS_RE = re.compile(r'"GET /(?:health|health_generate|ping|metrics|version|load|v1/models|'
                               r'get_model_info|model_info|get_server_info|server_info)\b[^"]*HTTP/[\d.]+"')
 #: A hard-wrapped JSON record is rejoined over at most this many physical lines / characters.

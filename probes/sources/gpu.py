@@ -3,7 +3,7 @@
 Two sources, one model (:class:`~probes.data.state.GpuSample`); a value a board cannot give is ``None``,
 never ``0``.
 
-**nvidia-smi** (FORMATS.md 1.1, 1.2, 1.4; nvidia-smi documentation; rows captured on drivers
+**nvidia-smi** (nvidia-smi documentation, https://docs.nvidia.com/deploy/nvidia-smi/; rows captured on drivers
 590.48.01 / 595.80 in ``tests/fixtures/nvidia-smi``). :func:`query_argv` asks for
 ``--format=csv,noheader,nounits``: one line per GPU, fields separated by ``", "``, in the order
 asked for (parse by position; the header, when present, prints canonical names). Cells may read

@@ -55,7 +55,7 @@ def read_compute_apps(text: str, uuid_index: dict[str, int] | None = None) -> Ap
     """Parse the :func:`compute_apps_argv` output.
 
     Format of ``nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid
-    --format=csv,noheader,nounits`` (FORMATS.md 1.3; fixtures ``compute-apps.*.csv``): ``51873,
+    --format=csv,noheader,nounits`` (fixtures ``tests/fixtures/nvidia-smi/compute-apps.*.csv``): ``51873,
     sglang::scheduler_TP0, 73072, GPU-…``. No process: empty output, exit 0. The name is what
     ``/proc/PID/cmdline`` shows (engines set titles) and may hold commas, so the row is read
     outside-in. Memory is MiB; ``[N/A]`` (Windows WDDM, restricted containers) gives None, and so

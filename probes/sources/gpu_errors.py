@@ -1,4 +1,5 @@
-"""What the NVIDIA tools say when they give no data: nvidia-smi's own texts (FORMATS.md 1.2) and
+"""What the NVIDIA tools say when they give no data: nvidia-smi's own texts
+(``tests/fixtures/nvidia-smi/error.*.txt``) and
 NVML's failures, as one line for an operator each (:func:`classify_error`) and :class:`GpuError`.
 Shared by the GPU sample (:mod:`probes.sources.gpu`), the process list
 (:mod:`probes.sources.gpu_apps`) and NVML (:mod:`probes.sources.nvml`).
@@ -41,7 +42,8 @@ class GpuError(Exception):
 def classify_error(output: str, returncode: int) -> str:
     """Say in one line why nvidia-smi gave no data.
 
-    The texts are nvidia-smi's own, printed on **stdout** (FORMATS.md 1.2): driver not loaded (exit
+    The texts are nvidia-smi's own, printed on **stdout** (``tests/fixtures/nvidia-smi/error.*.txt``,
+    ``exit-codes.tsv``): driver not loaded (exit
     9), ``Failed to initialize NVML: Driver/library version mismatch`` (18, observed), ``No devices
     were found`` (6), ``Unable to determine the device handle for GPU 0000:02:00.0: GPU is lost…``
     (also ``GPU0000:…`` on newer drivers, ``gpu …`` from ``-L``). A shell reports a missing binary

@@ -1,10 +1,11 @@
 """The health probe: one HTTP look at the server → a rung of the readiness ladder (:class:`Health`).
 
-Rungs, lowest first (DESIGN.md): ``port_closed`` (nothing answers HTTP) → ``http_unhealthy``
+Rungs, lowest first (docs/architecture.md's readiness ladder): ``port_closed`` (nothing answers HTTP) → ``http_unhealthy``
 (HTTP answers, not 2xx, or no answer in time) → ``healthy`` (``GET /health`` 2xx) → ``serving``
 (a one-token completion answered). ``inactive`` is the unit probe's business, not this one's.
 
-What the servers do (FORMATS.md 3.1-3.3; SGLang 0.4.6 / 0.5.5 / 0.5.23 and vLLM 0.11.0 wheels):
+What the servers do (SGLang's ``srt/entrypoints/http_server.py``, vLLM's
+``vllm/entrypoints/openai/api_server.py``; SGLang 0.4.6 / 0.5.5 / 0.5.23 and vLLM 0.11.0 wheels):
 
 * **Before the port opens** both refuse TCP connections for minutes: SGLang binds only after every
   scheduler has loaded its weights and captured its CUDA graphs; vLLM binds early but does not
@@ -59,7 +60,9 @@ HEALTH_PATH = "/health"
 MODELS_PATH = "/v1/models"
 COMPLETIONS_PATH = "/v1/completions"
 
-#: What "not listening" looks like through an SSH port forward (FORMATS.md 3.3).
+#: What "not listening" looks like through an SSH port forward: the local end accepts the
+#: connection, sshd cannot connect to the port and refuses the channel, and the local socket is
+#: closed before any answer (tests/test_health_probe.py).
 DETAIL_TUNNEL = "nothing listening behind the tunnel"
 DETAIL_REFUSED = "connection refused"
 
@@ -222,7 +225,7 @@ def _reason(exc: BaseException, timeout_s: float, *, tunnel: bool = False) -> st
         timeout_s: the request's limit in seconds.
         tunnel: the request was the first one (``/health``): a connection closed before any answer
             (``RemoteProtocolError``, ``ReadError``, or ``WriteError`` when the close wins the race
-            with the request) is then the SSH forward's "nothing listening" (FORMATS.md 3.3).
+            with the request) is then the SSH forward's "nothing listening" (see :data:`DETAIL_TUNNEL`).
     """
     import httpx  # already loaded by the caller (see the note at the imports)
 

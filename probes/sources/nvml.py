@@ -1,7 +1,7 @@
 """The local GPU source: NVML (``pynvml``) → :class:`~probes.data.state.GpuReading`.
 
-nvidia-ml-py 13.615.71, module ``pynvml`` (FORMATS.md 1.7). Memory comes in bytes, power in
-milliwatts; per-field ``NVMLError`` (``NotSupported`` under MIG, …) gives ``None``; a device whose
+nvidia-ml-py 13.615.71, module ``pynvml`` (its ``pynvml.py``; https://pypi.org/project/nvidia-ml-py/).
+Memory comes in bytes, power in milliwatts; per-field ``NVMLError`` (``NotSupported`` under MIG, …) gives ``None``; a device whose
 handle cannot be had (``GpuIsLost``, ``Unknown``) gives a sample with a note; a driver-level failure
 raises :class:`~probes.sources.gpu.GpuError`. The loop that samples it is
 :class:`probes.sources.gpu.GpuSource` (given an :class:`NvmlSource` as its sampler).

@@ -1,7 +1,7 @@
 """The unit probe: ``systemctl show`` output turned into a :class:`~probes.data.state.UnitState`.
 
 Format of ``systemctl show UNIT -p A,B,C --no-pager``, systemd 252 (``src/shared/bus-print-properties.c``,
-``src/systemctl/systemctl-show.c``; FORMATS.md 2.6; real captures in ``tests/fixtures/systemctl-show``):
+``src/systemctl/systemctl-show.c``; real captures in ``tests/fixtures/systemctl-show``):
 
 * ``Name=value`` lines in **D-Bus property order** (Service properties, then Unit), not ``-p`` order,
   so the text is read into a dict first.

@@ -5,8 +5,8 @@ One asyncssh connection per host carries everything: short commands (``run``), l
 opened on first use and opened again on the next use after it dropped. Every failure of asyncssh, of
 the socket or of a time limit leaves this module as a :class:`~probes.transport.runner.ProbeError`.
 
-What OpenSSH does that shapes this module (``shared/reference/FORMATS.md`` section 4, measured
-against OpenSSH 9.2 in ``shared/TESTBED.md`` section 1):
+What OpenSSH does that shapes this module (OpenSSH ``serverloop.c``, ``session.c``, ``servconf.h``;
+asyncssh's ``docs/api.rst``; checked against a real sshd by tests/test_ssh_runner.py):
 
 * Each command is one *session* channel; sshd allows ``MaxSessions`` (default 10) at once per
   connection, and a slot stays taken while the remote process lives, even after the client closed
@@ -314,7 +314,7 @@ class SshRunner:
         ``127.0.0.1:remote_port``. One listener per remote port, reused while the connection lives.
 
         Nothing listening remotely shows up per connection, not here: the local socket is closed
-        before any HTTP answer (httpx ``RemoteProtocolError``/``ReadError``; FORMATS 3.3).
+        before any HTTP answer (httpx ``RemoteProtocolError``/``ReadError``).
 
         Returns:
             The local port.

@@ -40,7 +40,7 @@ def translate(exc: BaseException, target: str, *, connecting: bool = False) -> P
                                      f"is MaxSessions lower than max_channels?)")
     if isinstance(exc, (asyncssh.ConnectionLost, asyncssh.DisconnectError)):
         # While connecting, a lost connection is a host we cannot reach (no route: the link is
-        # down, measured in TESTBED section 2), not a drop.
+        # down, as tests/test_netns.py takes it down), not a drop.
         return ProbeError("unreachable" if connecting else "closed", f"{target}: {exc.reason}")
     if isinstance(exc, TimeoutError):  # asyncio.TimeoutError is TimeoutError since 3.11
         return ProbeError("timeout", f"{target}: no answer in time" + (" (connect)" if connecting else ""))

@@ -2,7 +2,10 @@
 
 An engine module is mostly a tuple of :class:`Rule`: a regular expression and what a line matching
 it means (a phase begins, the server is ready, a failure with its cause, a banner that begins a new
-start, evidence of which engine wrote the log). Adding an engine is adding a module with a table.
+start, evidence of which engine wrote the log). Adding an engine is adding a module with a table
+and its ``ENGINE`` in the tuple that builds ``ENGINES`` in :mod:`probes.logs.engines` (import it
+there); tests/test_engine_lists.py then names the per-engine tables outside this package that must
+list it too (the default port, the name in sentences, the unit-name words).
 
 Matching is the reader's hot path (a million lines in a few seconds), so a :class:`Matcher` does not
 run every regex on every line. Each rule has *keys*: words (lower case) at least one of which must
@@ -171,8 +174,9 @@ class Engine:
         idents: syslog identifiers that prove the engine (``ollama``).
         dots: the phase of a line of dots only (llama.cpp's ``load_tensors`` prints one dot per
             chunk of tensors it loads), or None.
-        prefix_flavors: line-prefix styles (from :mod:`probes.logs.logline`) that hint at the engine, as
-            ``{flavor: weak}``.
+
+    Which line-prefix styles (``Line.flavor`` from :mod:`probes.logs.logline`) hint at an engine is
+    not here: it is ``_FLAVOR_ENGINE`` in :mod:`probes.logs.classify`.
     """
 
     name: str

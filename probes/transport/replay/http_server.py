@@ -1,8 +1,9 @@
 """The model server's HTTP API as a replayed host answers it: an ``httpx`` transport
 (:func:`mock_transport`) that serves ``/health``, ``/v1/models`` and ``/v1/completions`` from the
-simulated host's health timeline, in the shapes SGLang and vLLM give (FORMATS 3.1-3.3: connection
-refused until the server binds, then ``GET /health`` with the scenario's status and an empty body;
-``GET /v1/models`` and ``POST /v1/completions`` in the OpenAI shapes).
+simulated host's health timeline, in the shapes SGLang and vLLM give (SGLang's ``http_server.py``,
+vLLM's ``api_server.py``: connection refused until the server binds, then ``GET /health`` with the
+scenario's status and an empty body; ``GET /v1/models`` and ``POST /v1/completions`` in the OpenAI
+shapes).
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """``journalctl`` as a replayed host answers it: option parsing (:func:`parse_journalctl`), where
 the output starts (a cursor, ``--since``, ``-n``), following with ``-f``, and each record's output.
 
-What it prints (paths relative to ``shared/``; FORMATS = ``reference/FORMATS.md``): with
+What it prints: with
 ``-o json``, one compact JSON object per line, all values strings except ``MESSAGE`` (a list of
 byte values when the text holds a control character other than TAB/LF or invalid UTF-8) and any
 value of ``len(name) + 1 + size >= 4096`` bytes, which is ``null`` unless ``-a`` is given (systemd
-v240+ ``logs-show.c``, FORMATS 2.1; observed on systemd 252 in ``fixtures/formats/journal/*.jsonl``);
-with ``-o cat``, the messages. ``-n``/``-f``/``--after-cursor`` as FORMATS 2.3.
+v240+ ``src/shared/logs-show.c``; observed on systemd 252 in ``tests/fixtures/journal/*.jsonl``);
+with ``-o cat``, the messages. ``-n``/``-f``/``--after-cursor`` as journalctl(1) says.
 
 Accepted: ``journalctl [-u UNIT]… [-o json|cat] [-a] [-f] [-n N|-n all] [--after-cursor=C |
 --cursor=C | --since=@EPOCH] [--output-fields=A,B] [--show-cursor] [--no-pager] [-q] [-b]
@@ -199,7 +199,7 @@ def _render(entry: JournalEntry, opts: JournalOpts) -> bytes:
 def matches(fields: Mapping[str, Any], units: list[str]) -> bool:
     """Whether a record (``fields``) is shown by ``journalctl -u`` of ``units`` (every record when
     there are none): the unit's own output, PID 1's messages about it, and privileged daemons'
-    messages about it (FORMATS 2.3; coredump matches are not modelled)."""
+    messages about it (journalctl(1), ``-u``; coredump matches are not modelled)."""
     if not units:
         return True
     for u in units:

@@ -6,8 +6,8 @@ is refused (not replayed).
 What it prints: ``nvidia-smi --query-gpu=… --format=csv,noheader,nounits [-l S | -lms MS]``: one line
 per GPU, fields joined by ``", "``, in the order asked for, power with two decimals, ``[N/A]`` for a
 value the board does not give; in loop mode every GPU once per interval, no separator line
-(``shared/fixtures/formats/nvidia-smi/query-gpu.h100x8-sglang-tp8.loop.csv``, FORMATS 1.1 and 1.4).
-No GPU: exit 6, "No devices were found" (``nvidia-smi/error.no-devices.txt``).
+(``tests/fixtures/nvidia-smi/query-gpu.h100x8-sglang-tp8.loop.csv``).
+No GPU: exit 6, "No devices were found" (``tests/fixtures/nvidia-smi/error.no-devices.txt``).
 
 Accepted: ``nvidia-smi --query-gpu=F,… --format=csv[,noheader][,nounits] [-i IDS] [-l [S] | -lms MS]``.
 """
@@ -96,7 +96,7 @@ class _GpuQuery:
     ids: set[str] | None
 
 
-#: Field aliases (FORMATS 1.1): the header prints the canonical name.
+#: Field aliases (``nvidia-smi --help-query-gpu``): the header prints the canonical name.
 _ALIASES = {"gpu_uuid": "uuid", "gpu_name": "name", "clocks.sm": "clocks.current.sm"}
 _UNITS = {"memory.used": "MiB", "memory.total": "MiB", "memory.free": "MiB", "utilization.gpu": "%",
           "power.draw": "W", "power.limit": "W", "enforced.power.limit": "W", "clocks.current.sm": "MHz"}

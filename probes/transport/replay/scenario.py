@@ -5,8 +5,8 @@ properties (:data:`UNIT_DEFAULTS`), and the journal's own bookkeeping: :func:`st
 records their timestamps and cursors, :func:`journal_value` encodes a field as ``journalctl -o json``
 does. Pure values: no clock, no I/O.
 
-Journal cursors look like the real ``s=…;i=…;b=…;m=…;t=…;x=…`` (``shared/reference/FORMATS.md``
-2.1) and are opaque.
+Journal cursors look like the real ``s=…;i=…;b=…;m=…;t=…;x=…`` (systemd
+``docs/JOURNAL_EXPORT_FORMATS.md``; ``tests/fixtures/journal/*.jsonl``) and are opaque.
 """
 
 from __future__ import annotations
@@ -207,7 +207,7 @@ def _lerp(a: int | None, b: int | None, w: float) -> int | None:
 
 
 #: A loaded service that never ran, as real systemd 252 shows it
-#: (``fixtures/formats/systemctl-show/inactive-dead-never-started.txt``), plus the extra properties
+#: (``tests/fixtures/systemctl-show/inactive-dead-never-started.txt``), plus the extra properties
 #: :data:`~probes.transport.replay.systemctl.PROPERTY_ORDER` knows, at their systemd defaults.
 #: Typed as in :class:`UnitFrame`; in the order ``systemctl show`` prints them.
 UNIT_DEFAULTS: Mapping[str, Any] = {
@@ -297,7 +297,7 @@ def stamp_journal(records: Iterable[tuple[float, Mapping[str, Any]]], start: flo
 def journal_value(text: str | bytes) -> str | list[int]:
     """A field value as ``journalctl -o json`` writes it: the string when it is valid UTF-8 with no
     control character but TAB and LF (and no DEL or U+0080-U+009F), else the list of its bytes
-    (systemd ``utf8_is_printable_newline``; FORMATS 2.1)."""
+    (systemd ``utf8_is_printable_newline``, ``src/shared/logs-show.c``)."""
     raw = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else bytes(text)
     try:
         s = raw.decode("utf-8")

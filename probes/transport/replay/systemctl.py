@@ -2,13 +2,11 @@
 formats), ``is-active``/``is-failed``, and the demo's actions (``start``, ``stop``, ``restart``,
 ``kill``, ``reset-failed``), which change the simulated host as systemd would.
 
-Paths relative to ``shared/``:
-
 * ``systemctl show UNIT -p A,B``: ``Name=value`` lines in systemd's D-Bus property order
   (:data:`PROPERTY_ORDER`), not the ``-p`` order; empty values printed as ``Name=``; timestamps
   ``Sat 2025-03-08 12:28:58 UTC``; ``MemoryCurrent=[not set]`` or bytes; exit 0 even for a unit that
   does not exist (``LoadState=not-found``). Order and values from the real systemd 252 output in
-  ``fixtures/formats/systemctl-show/*.txt`` and ``src/core/dbus-service.c``/``dbus-unit.c``.
+  ``tests/fixtures/systemctl-show/*.txt`` and ``src/core/dbus-service.c``/``dbus-unit.c``.
 * ``systemctl start|stop|restart|kill UNIT`` (the demo's actions): ``stop`` ends the start where it
   is (nothing more of the recording happens; the unit is ``inactive``/``dead``, the GPUs free, the
   port closed; systemd's "Stopping ...", "Deactivated successfully.", "Stopped ..." lines);
@@ -46,10 +44,10 @@ from probes.transport.runner import Completed
 #: :data:`~probes.transport.replay.scenario.UNIT_DEFAULTS` in: the Service interface's D-Bus vtable,
 #: its cgroup part, then the Unit interface (systemd 252 ``src/core/dbus-service.c``,
 #: ``dbus-cgroup.c``, ``dbus-unit.c``). The 20 properties of the real files in
-#: ``fixtures/formats/systemctl-show/`` come out in exactly this relative order.
+#: ``tests/fixtures/systemctl-show/`` come out in exactly this relative order.
 PROPERTY_ORDER: tuple[str, ...] = tuple(UNIT_DEFAULTS)
 
-#: What a unit that does not exist shows (``fixtures/formats/systemctl-show/not-found.txt``).
+#: What a unit that does not exist shows (``tests/fixtures/systemctl-show/not-found.txt``).
 _NOT_FOUND = {"Restart": "no", "LoadState": "not-found", "UnitFileState": None, "Slice": None}
 
 _SPAN_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
