@@ -380,3 +380,21 @@ def test_no_port_is_guessed_for_a_host_whose_log_cannot_be_read(
     assert item["verdict"]["kind"] == "cannot_see" and item["readiness"] != "port_closed", item["readiness"]
     health = item["knowledge"]["health"]
     assert health["status"] == "failing" and "no port known for the server" in health["why"], health
+
+
+def test_a_refused_host_with_no_port_known_is_unreachable_not_ok(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # A quick form names no port and no engine, so the health probe fails at once with "no port
+    # known" without asking the host anything. That failure used to end the unit's and journal's
+    # connection failure ("the command ran, so the link works"): `upwatch status 127.0.0.1:2/sglang`
+    # printed "connection ok", "Waiting, nothing wrong seen." and exited 0 (fresh-user check).
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("UPWATCH_DATA_DIR", str(tmp_path / "data"))
+    with socket.socket() as s:  # a port nothing listens on: connecting is refused at once
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    rc, out, err = run_cli(capsys, "status", "--json", "--timeout", "20", f"127.0.0.1:{port}/sglang")
+    item = json.loads(out)[0]
+    assert rc == 4 and "(exit 4)" in err, (rc, err)
+    assert item["connection"] != "ok" and item["verdict"]["level"] != "ok", item
+    assert item["knowledge"]["unit"]["status"] == "failing", item["knowledge"]

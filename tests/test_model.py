@@ -435,3 +435,18 @@ def test_a_server_that_dies_while_serving_did_not_fail_to_start() -> None:
 
     assert failed_words("ready", "signal") == "Crashed while serving (ready): killed by a signal."
     assert failed_words("graph_capture", "cuda_oom") == "Start failed in CUDA graph capture: CUDA out of memory."
+
+
+@pytest.mark.parametrize("kind", ["config", "crashed"])
+def test_a_failure_that_asked_nothing_of_the_host_does_not_end_a_lost_connection(kind: str) -> None:
+    """A host that cannot be reached stays unreachable when another probe fails without asking the
+    host anything (no port known for the health check, a crashed task): found by a fresh user,
+    `upwatch status nosuch.invalid/sglang` said "connection ok" and exited 0."""
+    m = HostModel("h", "u.service")
+    m.apply(ProbeFailure(100.0, "unit", "unreachable", "h: Name or service not known"))
+    m.apply(ProbeFailure(101.0, "health", kind, "h: no port known for the server"))
+    s = m.state(102.0)
+    assert m.unreachable() and s.failure("unit") is not None
+    # whereas a command that ran on the host and failed there proves the link works
+    m.apply(ProbeFailure(103.0, "gpu", "command", "nvidia-smi: not found"))
+    assert not m.unreachable()

@@ -143,6 +143,7 @@ async def test_with_no_port_known_it_does_not_guess() -> None:
         await clock.settle()
         f = model.state(clock.now()).failure("health")
         assert f is not None and f.message.startswith("gpu-node-1: no port known for the server")
+        assert f.kind == "config"  # nothing was asked of the host: no word on the connection
         assert runner.forwarded == []
     finally:
         task.cancel()

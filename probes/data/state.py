@@ -211,13 +211,20 @@ class Health:
 #: ``unparsable``, ``crashed``) are one probe's own trouble.
 CONNECTION_KINDS = frozenset({"unreachable", "closed", "timeout", "auth", "host_key"})
 
+#: :class:`ProbeFailure` kinds of a probe that asked nothing of the host: ``config`` (upwatch lacks
+#: what it needs to ask, e.g. no port is known for the health check) and ``crashed`` (upwatch's own
+#: task raised). Unlike the other kinds they are no evidence that the host answered, so they never
+#: end another probe's connection failure.
+NO_CONTACT_KINDS = frozenset({"config", "crashed"})
+
 
 @dataclass(frozen=True, slots=True)
 class ProbeFailure:
     """A probe could not get its data. ``probe`` is ``journal``, ``unit``, ``gpu``, ``gpu_apps``,
     ``health`` or ``download``; ``kind`` is a :class:`probes.transport.runner.ProbeError` kind, or ``unparsable`` (a
-    value it read could not be parsed; the message names the column) or ``crashed`` (its task
-    raised and is being restarted; the message names the exception); ``message`` is host text
+    value it read could not be parsed; the message names the column), ``crashed`` (its task
+    raised and is being restarted; the message names the exception) or ``config`` (nothing could
+    be asked: upwatch lacks what it needs, e.g. a port); ``message`` is host text
     (plain); ``attempt`` counts the failed connection attempts in a row (0: none yet, e.g. the
     link just dropped); ``reason`` says why the unit or journal cannot be read
     (:data:`probes.fold.access.REASONS`: ``sudo_missing``, ``sudo_refused``, ``no_systemd``,

@@ -17,7 +17,7 @@ from probes.fold.download import progress_from, wanted
 from probes.logs.journal_json import Record
 from probes.data.reading import Reading
 from probes.logs.reader import StartupReader
-from probes.data.state import (CONNECTION_KINDS, KNOWN_PROBES, GpuApps, GpuOrphans, GpuReading, Health,
+from probes.data.state import (CONNECTION_KINDS, KNOWN_PROBES, NO_CONTACT_KINDS, GpuApps, GpuOrphans, GpuReading, Health,
                                HostState, Knowledge, LogEntry, PhaseSpan, ProbeFailure, ProbeOk, Typical,
                                UnitState, Verdict)
 from probes.fold.verdict import verdict_for
@@ -179,9 +179,10 @@ class HostModel:
             self._read["health"] = event.time
             self._seen(event.time)
         elif isinstance(event, ProbeFailure):
-            if event.kind not in CONNECTION_KINDS:
+            if event.kind not in CONNECTION_KINDS and event.kind not in NO_CONTACT_KINDS:
                 # The command ran on the host and failed there: the connection works, so
-                # connection failures of the other probes are over.
+                # connection failures of the other probes are over. (A probe that asked nothing,
+                # NO_CONTACT_KINDS, says nothing of the connection.)
                 self._clear_connection_failures()
             known = self._failures.get(event.probe)
             if known is None:

@@ -435,7 +435,7 @@ class HealthSource:
                 target = self.target()
                 if target is None:
                     await link.close()
-                    ctx.fail("health", "command", f"{spec.name}: no port known for the server (no port or "
+                    ctx.fail("health", "config", f"{spec.name}: no port known for the server (no port or "
                              "engine configured, none named in the log): set port = in hosts.toml")
                     await ctx.clock.sleep(ctx.cadence.health_interval_s)
                     continue
