@@ -122,7 +122,8 @@ def test_a_failed_start_in_a_loop_says_its_cause_and_the_loop() -> None:
                   restart_loop=True, cause="cuda_oom", error=ErrorLine(40, "torch.OutOfMemoryError: ...", "cuda_oom", ""),
                   failed_starts=(FailedStart("cuda_oom", "weights", None),) * 3, restart_counter=2,
                   gpu_orphans=(GpuOrphan(77, "python x", 1536, 0), GpuOrphan(78, "y", None, 1)),
-                  verdict=Verdict("error", "Restart loop: ...", kind="restart_loop"))
+                  verdict=Verdict("error", "Restart loop: ...", kind="restart_loop"),
+                  knowledge=(Knowledge("journal", "read", T0),))
     text = exposition([("gpu-b", s)])
     assert value(text, "upwatch_start_phase", phase="failed") == 1
     assert value(text, "upwatch_restart_loop") == 1 and value(text, "upwatch_failed_starts") == 3
@@ -132,6 +133,16 @@ def test_a_failed_start_in_a_loop_says_its_cause_and_the_loop() -> None:
     assert value(text, "upwatch_phase_progress_ratio") is None and value(text, "upwatch_start_time_seconds") is None
     # The decisive line never becomes a label or a value.
     assert "OutOfMemoryError" not in text and "Restart loop:" not in text
+
+
+def test_a_host_whose_log_was_never_read_has_no_restart_loop_value() -> None:
+    # Unknown is absent (docs/fleets.md): a host never reached served upwatch_restart_loop 0 and
+    # upwatch_failed_starts 0, values nobody read (fresh-user check).
+    s = HostState("gpu-c", "vllm.service", knowledge=(Knowledge("journal", "never"),))
+    text = exposition([("gpu-c", s)])
+    assert value(text, "upwatch_restart_loop") is None and value(text, "upwatch_failed_starts") is None
+    failing = HostState("gpu-c", "vllm.service", knowledge=(Knowledge("journal", "failing", T0, "ssh: refused"),))
+    assert value(exposition([("gpu-c", failing)]), "upwatch_restart_loop") is None
 
 
 def test_ready_means_the_log_and_health_agree() -> None:

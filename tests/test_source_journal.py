@@ -143,3 +143,31 @@ async def test_a_quiet_follow_with_entries_it_did_not_deliver_is_reopened(journa
     assert source.reopened == 1 and len(runner.streams_opened) == 2
     assert runner.streams_opened[1][-2:] == ("--after-cursor", cursor_of(RECORDS[9]))
     assert not model.failing("journal")
+
+
+async def test_an_open_follow_whose_entries_have_not_come_has_not_answered(journal) -> None:
+    # The look (journalctl -n 1) finds an entry, but the follow brings nothing yet (a slow host):
+    # the journal has not answered, so `upwatch status` does not judge the start without its log
+    # (a fresh user saw "Unit failed; the log says nothing of it" for a restart loop whose log was
+    # 4 s away).
+    rig, source, runner, clock, model = journal
+    runner.answer_stream(FOLLOW, Stream([], hold=True))
+    rig.start()
+    await clock.settle()
+    assert source.is_open and source.awaiting_entries and not source.answered and model.seq == 0
+
+
+async def test_an_open_follow_of_an_empty_journal_has_answered(journal) -> None:
+    rig, source, runner, clock, model = journal
+    runner.answer(HAS_MORE, b"")
+    runner.answer_stream(FOLLOW, Stream([], hold=True))
+    rig.start()
+    await clock.settle()
+    assert source.is_open and source.answered and model.seq == 0
+
+
+async def test_a_follow_that_delivered_has_answered(journal) -> None:
+    rig, source, runner, clock, model = journal
+    rig.start()
+    await clock.settle()
+    assert source.answered and model.seq == 10

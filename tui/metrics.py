@@ -171,8 +171,9 @@ class _Families:
             self.eta.add_metric(key, e.remaining_s)
         if s.start_began is not None:
             self.start_time.add_metric(key, s.start_began)
-        self.loop.add_metric(key, 1.0 if s.restart_loop else 0.0)
-        self.failed_starts.add_metric(key, float(len(s.failed_starts)))
+        if s.known("journal").status == "read":  # both come from the log: unknown until it is read
+            self.loop.add_metric(key, 1.0 if s.restart_loop else 0.0)
+            self.failed_starts.add_metric(key, float(len(s.failed_starts)))
         if s.restart_counter is not None:
             self.restarts.add_metric(key, float(s.restart_counter))
         kind, level = verdict_labels(s)

@@ -115,7 +115,9 @@ class JournalSource:
     Attributes:
         cursor: the cursor of the last entry delivered (None before the first).
         reopened: times a follow was reopened because it had fallen behind (systemd#25649).
-        is_open: whether a follow has been opened (the journal "answered").
+        is_open: whether a follow has been opened.
+        awaiting_entries: the open follow's look (``journalctl -n 1``) found entries, and none of
+            them has arrived yet (a slow host: the backlog is still on its way).
     """
 
     def __init__(self, context: SourceContext) -> None:
@@ -123,6 +125,7 @@ class JournalSource:
         self.cursor: str | None = None
         self.reopened = 0
         self.is_open = False
+        self.awaiting_entries = False
         self._last_line_at = 0.0  # clock time of the last line the open follow delivered
         flag = "--user-unit" if context.spec.user_unit else "-u"
         self._unit_args = [flag, context.spec.unit]
@@ -199,6 +202,7 @@ class JournalSource:
         trusted = trusted or await self.has_more(since, on_error=True)
         if not trusted:
             ctx.signals.log_known.set()  # nothing in the log yet: the default port it is
+        self.awaiting_entries = trusted
         self.is_open = True
         self._last_line_at = ctx.clock.now()
         reader = asyncio.ensure_future(self._read(argv, trusted))
@@ -229,6 +233,7 @@ class JournalSource:
                     continue
                 if not trusted:
                     return FollowEnd.ARRIVED
+                self.awaiting_entries = False
                 self._last_line_at = ctx.clock.now()
                 try:
                     rec = parse_record(raw)
@@ -242,6 +247,13 @@ class JournalSource:
                 delivered = True
                 self._note_log_known()
         return FollowEnd.ENDED if delivered else FollowEnd.ENDED_EMPTY
+
+    @property
+    def answered(self) -> bool:
+        """Whether the journal has answered once: a follow is open and, when its look found
+        entries, one of them has arrived (an open follow whose backlog has not come yet has not
+        answered: a verdict then would be made without the log)."""
+        return self.is_open and not self.awaiting_entries
 
     def _note_log_known(self) -> None:
         """Set ``log_known`` once the log named the port, or the engine 30 entries in."""

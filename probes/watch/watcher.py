@@ -170,7 +170,7 @@ class HostWatcher:
         rung, each or its failure."""
         m = self.model
         return ((m.last_unit() is not None or m.failing("unit"))
-                and (m.seq > 0 or self.journal.is_open or m.failing("journal"))
+                and (m.seq > 0 or self.journal.answered or m.failing("journal"))
                 and ((m.last_gpus() is not None and (m.last_gpu_apps() is not None or m.failing("gpu_apps")))
                      or m.failing("gpu"))
                 and (m.last_health() is not None or m.failing("health")))
