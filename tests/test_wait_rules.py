@@ -152,3 +152,26 @@ def test_a_reader_that_leaves_does_not_change_the_outcome() -> None:
     assert out.write("gpu-node-3: loading\n") == len("gpu-node-3: loading\n")
     out.flush()
     out.write("more")  # quiet from now on, never raising
+
+
+async def test_a_failure_seen_as_the_time_runs_out_is_the_failure_not_a_timeout() -> None:
+    # `upwatch wait --timeout 0` on a restart loop systemd had given up on exited 3 ("not ready
+    # after 0 s: Restart loop ...") because the wait was still holding the failure for its log
+    # line when the time ran out (fresh-user check): a script reads 3 as "still starting".
+    import asyncio
+
+    from probes.clock import ManualClock
+    from tui.wait import EXIT_TIMEOUT, settle
+
+    dead = state(state="failed", error=None, restart_loop=True,
+                 unit_state=dataclasses.replace(unit("failed", "failed", started=T0 + 10), n_restarts=3))
+    assert outcome(dead, since=T0, until="ready") == EXIT_LOOP and not decisive_line_known(dead)
+
+    class Looked:  # the one watcher method and attribute settle uses
+        clock = ManualClock(T0 + 30)
+
+        def state(self) -> HostState:
+            return dead
+
+    end = await settle(Looked(), asyncio.Event(), since=T0, until="ready", timeout_s=0.0)  # type: ignore[arg-type]
+    assert end.code == EXIT_LOOP != EXIT_TIMEOUT, end

@@ -332,17 +332,22 @@ async def settle(w: HostWatcher, changed: asyncio.Event, *, since: float, until:
         if restart_failed and code is None and s.unit_state is not None and s.unit_state.time >= unit_after:
             code = EXIT_FAILED  # the restart failed and the unit is not starting either
         not_found = s.unit_state is not None and s.unit_state.load_state == "not-found"
+        held: int | None = None
         if code in (EXIT_FAILED, EXIT_LOOP) and not not_found and not decisive_line_known(s):
             # systemd said it first; give the journal a few seconds to deliver the line that says why
             grace_until = grace_until or time.monotonic() + LOG_GRACE_S
             if time.monotonic() < grace_until:
-                code = None
+                held, code = code, None
         if on_state is not None:
             on_state(s, code)
         if code is not None:
             return WaitEnd(code, s, end_sentence(s, code))
         left = deadline - time.monotonic()
         if left <= 0:
+            if held is not None:
+                # The time is up while only the line that says why was awaited: the start failed
+                # all the same (systemd said so); a timeout's 3 would read as "still starting".
+                return WaitEnd(held, s, end_sentence(s, held))
             return WaitEnd(EXIT_TIMEOUT, s,
                            f"not ready after {timeout_s:g} s: {one_line(timeout_reason(s, since, until))}")
         changed.clear()
