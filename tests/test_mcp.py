@@ -69,6 +69,8 @@ async def test_no_action_tool_without_allow_actions(tmp_path: Path) -> None:
         assert tools["wait_ready"].input_schema["properties"]["until"]["enum"] == ["ready", "healthy", "serving"]
         hosts = await call(s, "list_hosts")
         assert [(h["host"], h["unit"], h["ssh"]) for h in hosts["hosts"]] == [("gpu-x", "sglang.service", "root@127.0.0.1:9")]
+        # a first call waits for the host's answer: refused, never "nothing wrong" (fresh-user check)
+        assert hosts["hosts"][0]["verdict"]["level"] != "ok" and "answered" in hosts["hosts"][0], hosts
         wrong = await s.call_tool("host_status", {"host": "gpu-y"})
         assert wrong.is_error and "no host named 'gpu-y'; the hosts are: gpu-x" in wrong.content[0].text
         bad = await s.call_tool("log", {"host": "gpu-x", "grep": "("})

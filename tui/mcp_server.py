@@ -168,16 +168,22 @@ class Session:
 
     # --- the tools ------------------------------------------------------------------------------
 
-    def list_hosts(self) -> dict[str, Any]:
-        """``list_hosts``: every host, its unit and a few words of its state."""
+    async def list_hosts(self) -> dict[str, Any]:
+        """``list_hosts``: every host, its unit and a few words of its state, once each host has
+        answered (or after :data:`ANSWER_WAIT_S`, as ``host_status``): a first call right after
+        the server started must not read an empty log as "nothing wrong"."""
+        looks = await asyncio.gather(*(self.answered(name) for name in self.watchers))
         out = []
         now = self.clock.now()
-        for w in self.watchers.values():
+        for w, answered in looks:
             s = w.state(now)
-            v = host_json(w.spec, s, now)["verdict"]
+            item = host_json(w.spec, s, now)
+            if not answered and item["connection"] == "ok" and s.unit_state is None:
+                no_answer(item, ANSWER_WAIT_S)
+            v = item["verdict"]
             out.append({"host": w.name, "unit": s.unit, "ssh": w.spec.target, "engine": s.engine,
                         "state": s.state, "headline": headline(s), "readiness": s.readiness,
-                        "verdict": {"level": v["level"], "sentence": v["sentence"]}})
+                        "answered": answered, "verdict": {"level": v["level"], "sentence": v["sentence"]}})
         return clean_obj({"hosts": out})
 
     async def host_status(self, host: str) -> dict[str, Any]:
@@ -330,12 +336,13 @@ def build_server(session: Session) -> MCPServer[None]:
                                         lifespan=lifespan, log_level="WARNING")
 
     @server.tool()
-    def list_hosts() -> dict[str, Any]:
-        """The hosts upwatch watches: {"hosts": [{"host", "unit", "ssh", "engine", "state" (waiting,
-        loading, ready, failed, stopped), "headline" (the card's first word), "readiness" (inactive,
-        port_closed, http_unhealthy, healthy, serving, unknown), "verdict": {"level" (ok, info,
-        warning, error), "sentence"}}]}."""
-        return session.list_hosts()
+    async def list_hosts() -> dict[str, Any]:
+        """The hosts upwatch watches, once each has answered (at most a few seconds): {"hosts":
+        [{"host", "unit", "ssh", "engine", "state" (waiting, loading, ready, failed, stopped),
+        "headline" (the card's first word), "readiness" (inactive, port_closed, http_unhealthy,
+        healthy, serving, unknown), "answered" (false: the host did not answer in time, and the
+        verdict says so), "verdict": {"level" (ok, info, warning, error), "sentence"}}]}."""
+        return await session.list_hosts()
 
     @server.tool()
     async def host_status(host: str) -> dict[str, Any]:
