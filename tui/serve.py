@@ -163,6 +163,11 @@ class ViewerServer(Server):
         given = request.query.get("token") or request.cookies.get(self.cookie) or ""
         return hmac.compare_digest(given.encode("utf-8", "replace"), self.token.encode())
 
+    def _full(self) -> str:
+        """Why one more browser is refused: ``4 viewers are on already`` (``1 viewer is``)."""
+        n = self.max_viewers
+        return f"{n} viewer is on already" if n == 1 else f"{n} viewers are on already"
+
     @web.middleware
     async def _guard(self, request: web.Request,
                      handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
@@ -188,8 +193,7 @@ class ViewerServer(Server):
         """The page; the websocket URL from the request's Host (a tunnel's local port), the static
         files relative; sets the token cookie. 503 when ``max_viewers`` browsers are on."""
         if len(self.sessions) >= self.max_viewers:
-            raise web.HTTPServiceUnavailable(text=f"upwatch serve: {self.max_viewers} viewers are on "
-                                                  "already (--max-viewers)\n")
+            raise web.HTTPServiceUnavailable(text=f"upwatch serve: {self._full()} (--max-viewers)\n")
         context = {
             "font_size": to_int(request.query.get("fontsize", "16"), 16),
             "app_websocket_url": f"{'wss' if request.secure else 'ws'}://{request.host}/ws",
@@ -208,7 +212,7 @@ class ViewerServer(Server):
         if origin != own:  # not a secret: a plain comparison
             raise web.HTTPForbidden(text="upwatch serve: websocket from another origin\n")
         if len(self.sessions) >= self.max_viewers:
-            raise web.HTTPServiceUnavailable(text=f"upwatch serve: {self.max_viewers} viewers are on already\n")
+            raise web.HTTPServiceUnavailable(text=f"upwatch serve: {self._full()}\n")
         websocket = web.WebSocketResponse(heartbeat=15)
         session = ViewerSession(self.app_argv, self._watch_r, _PACKAGE_ROOT,
                                 write_bytes=websocket.send_bytes, write_str=websocket.send_str,
