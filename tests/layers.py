@@ -5,8 +5,9 @@ tests/testhost.py, tests/netns.py), a real systemd (tests/systemd_host.py), the 
 on journal files, tmux, a browser (Chromium), or an upwatch subprocess against such a host or
 serving one (``upwatch serve``).
 
-``app``: a test, not ``host``, that runs the whole Textual app under Pilot (``App.run_test``, the
-demo app, an SVG snapshot): no host, but seconds of rendering each (:func:`runs_the_app`).
+``app``: a test, not ``host``, that runs the whole upwatch: the Textual app under Pilot
+(``App.run_test``, the demo app, an SVG snapshot) or upwatch as a process of its own (``python -m
+tui ...``): no host, but a second or more each (:func:`runs_the_app`).
 
 Everything else is the fast layer: ``pytest -m "not host and not app"``; ``pytest -m "not host"``
 adds the app.
@@ -26,6 +27,7 @@ by a grandchild process.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 #: Fixtures that start a real host; a test using one (directly or through another fixture) is ``host``.
@@ -45,8 +47,11 @@ HOST_PROGRAMS = frozenset({
 })
 
 
-#: What in a test's own source says it runs the whole app (its helpers are not followed).
-APP_WORDS = ("run_test(", "make_demo_app(", "make_app(", "advance_demo(", "run_app(")
+#: What in a test's source (or in a function of its module it calls) says it runs the whole
+#: upwatch: the Textual app under Pilot, or upwatch as a process of its own (``python -m tui``).
+APP_WORDS = ("run_test(", "make_demo_app(", "make_app(", "advance_demo(", "run_app(", '"-m", "tui"',
+             "'-m', 'tui'")
+_CALLED_RE = re.compile(r"\b([A-Za-z_]\w*)\(")
 #: Fixtures that run the app: pytest-textual-snapshot's.
 APP_FIXTURES = frozenset({"snap_compare"})
 
@@ -66,7 +71,18 @@ def runs_the_app(item: Any) -> bool:
         source = inspect.getsource(fn)
     except (OSError, TypeError):  # no source (a generated test): not known to run the app
         return False
-    return any(w in source for w in APP_WORDS)
+    if any(w in source for w in APP_WORDS):
+        return True
+    module = inspect.getmodule(fn)
+    for name in set(_CALLED_RE.findall(source)):  # the module's own helpers, one level down
+        helper = getattr(module, name, None)
+        if inspect.isfunction(helper) and helper is not fn and inspect.getmodule(helper) is module:
+            try:
+                if any(w in inspect.getsource(helper) for w in APP_WORDS):
+                    return True
+            except (OSError, TypeError):
+                continue
+    return False
 
 
 class HostInFastLayer(Exception):

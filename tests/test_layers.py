@@ -53,6 +53,16 @@ def _does_not() -> None:  # a stand-in test body
     assert 1 + 1 == 2
 
 
+def _upwatch(*args: str) -> None:  # a stand-in helper of the module: upwatch as a process of its own
+    import subprocess
+    import sys
+    subprocess.run([sys.executable, "-m", "tui", *args], check=False)
+
+
+def _calls_a_helper_that_runs_upwatch() -> None:  # a stand-in test body: never run
+    _upwatch("replay", "--json", "x.log")
+
+
 def test_collection_marks_a_test_host_by_its_fixture_closure() -> None:
     from conftest import pytest_collection_modifyitems
 
@@ -69,3 +79,6 @@ def test_collection_marks_a_test_app_when_it_runs_the_app_and_is_not_host() -> N
              _Item("snap_compare", function=_does_not), _Item("testhost", function=_runs_the_app_under_pilot)]
     pytest_collection_modifyitems(items)  # type: ignore[arg-type]
     assert [i.marks for i in items] == [["app"], [], ["app"], ["host"]]
+    helper = [_Item("tmp_path", function=_calls_a_helper_that_runs_upwatch)]
+    pytest_collection_modifyitems(helper)  # type: ignore[arg-type]
+    assert helper[0].marks == ["app"]
