@@ -450,3 +450,14 @@ def test_a_failure_that_asked_nothing_of_the_host_does_not_end_a_lost_connection
     # whereas a command that ran on the host and failed there proves the link works
     m.apply(ProbeFailure(103.0, "gpu", "command", "nvidia-smi: not found"))
     assert not m.unreachable()
+
+
+def test_a_failed_unit_before_any_log_line_does_not_say_the_log_was_silent() -> None:
+    # A slow host: systemd's answer came, the journal's backlog not yet. "The log says nothing of
+    # it" claimed a log that was never read (fresh-user check: it was a restart loop from CUDA OOM).
+    m = HostModel("gpu-node-2", "vllm.service")
+    m.apply(UnitState(1741437300.0, "vllm.service", "loaded", "failed", "failed", "exit-code",
+                      exec_main_code=1, exec_main_status=1))
+    v = m.state(1741437300.0).verdict
+    assert v is not None and v.kind == "unit_failed"
+    assert v.sentence.endswith("; no line of its log has come in yet.") and "says nothing" not in v.sentence

@@ -122,7 +122,7 @@ def test_failed_without_log_times_is_told_only_when_seen_live() -> None:
     was_running = HostState(HOST, UNIT, state="loading", unit_state=unit(SINCE + 29, "active", "running"))
     [n] = notices(was_running, dead, SINCE)
     assert (n.kind, n.time) == ("failed", SINCE + 30)
-    assert n.sentence == "Unit sglang.service failed (result signal); the log says nothing of it."
+    assert n.sentence == "Unit sglang.service failed (result signal); no line of its log has come in yet."
     assert notices(None, dead, SINCE) == []
     # A failure logged in the backlog but watched as it happened (the unit poll saw it go): told.
     seen = failed(T - 3600, T - 3500, unit_state=unit(SINCE + 30, "failed", "failed", "exit-code"))

@@ -163,8 +163,11 @@ def _unit_failed(s: HostState) -> Verdict:
     elif u.exec_main_code in (2, 3) and u.exec_main_status:
         how = f", the main process was killed by signal {u.exec_main_status}" + (
             " (core dumped)" if u.exec_main_code == 3 else "")
+    # Only a log that came in can say nothing: before its first line (a slow host, a backlog on its
+    # way) the sentence says that instead, not that the log was read and was silent.
+    log = "the log says nothing of it" if s.log_count > 0 else "no line of its log has come in yet"
     return Verdict("error", kind="unit_failed",
-                   sentence=f"Unit {s.unit} failed (result {u.result or 'unknown'}{how}); the log says nothing of it.")
+                   sentence=f"Unit {s.unit} failed (result {u.result or 'unknown'}{how}); {log}.")
 
 
 #: Seconds a unit may be active with its port closed (or health failing) before that is a
