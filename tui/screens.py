@@ -163,27 +163,29 @@ class OverviewScreen(Screen[None]):
         if isinstance(focused, HostCard):
             self.app.open_detail(focused.state.host)  # type: ignore[attr-defined]
 
+    def _target_card(self) -> HostCard | None:
+        """The card a key acts on: the focused one, else the only one; None (and a toast saying
+        to focus one) when neither."""
+        focused = self.focused
+        if isinstance(focused, HostCard):
+            return focused
+        cards = self._cards()
+        if len(cards) != 1:
+            self.app.notify("focus a host card first (arrows or tab)", markup=False)
+            return None
+        return cards[0]
+
     def action_unit_action(self, action: str) -> None:
         """An action key: it acts on the focused card's host."""
-        focused = self.focused
-        if not isinstance(focused, HostCard):
-            cards = self._cards()
-            if len(cards) != 1:
-                self.app.notify("focus a host card first (arrows or tab)", markup=False)
-                return
-            focused = cards[0]
-        self.app.request_action(focused.state.host, action)  # type: ignore[attr-defined]
+        card = self._target_card()
+        if card is not None:
+            self.app.request_action(card.state.host, action)  # type: ignore[attr-defined]
 
     def action_copy_report(self) -> None:
         """``c``: copy the Markdown report of the focused card's host (the only card's, when one)."""
-        focused = self.focused
-        if not isinstance(focused, HostCard):
-            cards = self._cards()
-            if len(cards) != 1:
-                self.app.notify("focus a host card first (arrows or tab)", markup=False)
-                return
-            focused = cards[0]
-        self.app.copy_report(focused.state.host)  # type: ignore[attr-defined]
+        card = self._target_card()
+        if card is not None:
+            self.app.copy_report(card.state.host)  # type: ignore[attr-defined]
 
     def on_host_card_selected(self, message: HostCard.Selected) -> None:
         self.app.open_detail(message.host)  # type: ignore[attr-defined]
