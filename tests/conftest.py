@@ -2,13 +2,14 @@
 ``testhost`` and ``netns_hosts`` are real SSH hosts (tests/testhost.py, tests/netns.py); ``systemd_host``
 is a host whose service manager is a real systemd (tests/systemd_host.py). A test that uses one is
 marked ``host`` here; the guard of tests/layers.py keeps every other test from starting a host
-program (``pytest -m "not host"``: the fast layer)."""
+program (``pytest -m "not host and not app"``: the fast layer)."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -135,3 +136,13 @@ def systemd_host(tmp_path: Path) -> Iterator:
         yield host
     finally:
         host.stop()
+
+
+@pytest.fixture
+async def running() -> AsyncIterator[list[asyncio.Task[None]]]:
+    """Tasks the test starts (a source's loop), cancelled at its end."""
+    tasks: list[asyncio.Task[None]] = []
+    yield tasks
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)

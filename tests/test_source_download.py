@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import pytest
 
 from canned_runner import CannedRunner
 from probes.clock import ManualClock
@@ -35,15 +33,6 @@ def downloading(spec: HostSpec, clock: ManualClock) -> HostModel:
         model.apply(parse_record(json.dumps({"MESSAGE": text, "__REALTIME_TIMESTAMP": str(int(clock.now() * 1e6)),
                                              "SYSLOG_IDENTIFIER": "vllm", "_PID": "115", "_TRANSPORT": "stdout"})))
     return model
-
-
-@pytest.fixture
-async def running() -> AsyncIterator[list[asyncio.Task[None]]]:
-    tasks: list[asyncio.Task[None]] = []
-    yield tasks
-    for t in tasks:
-        t.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def test_the_cache_from_the_units_environment_is_sampled_and_a_slow_du_fails_then_clears(running) -> None:

@@ -4,11 +4,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
-import pytest
 
 from canned_runner import CannedRunner, Stream
 from probes.clock import ManualClock
@@ -33,16 +31,6 @@ def context() -> tuple[SourceContext, CannedRunner, ManualClock, HostModel]:
     spec = HostSpec("gpu-node-1", "sglang.service", ssh="gpu-node-1")
     model = HostModel(spec.name, spec.unit)
     return SourceContext(spec, runner, clock, model), runner, clock, model
-
-
-@pytest.fixture
-async def running() -> AsyncIterator[list[asyncio.Task[None]]]:
-    """Tasks the test starts, cancelled at its end."""
-    tasks: list[asyncio.Task[None]] = []
-    yield tasks
-    for t in tasks:
-        t.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def test_stream_rows_become_samples_and_a_stream_that_ends_fails_until_one_delivers(running) -> None:

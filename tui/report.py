@@ -248,7 +248,7 @@ def _timeline(s: HostState, now: float) -> list[str]:
             dur = f"{_span(now - sp.began)} so far"
         else:
             dur = "" if sp.phase == "ready" or i == last else "?"
-        began = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(sp.began)) if sp.began is not None else "?"
+        began = utc(sp.began).removesuffix(" UTC")  # the column says UTC
         out.append(f"| {label} | {began} | {dur} |")
     return out
 
