@@ -65,7 +65,7 @@ class HostSpec:
             ``engine`` or the one detected in the log); with none of these known the health probe
             does not guess a port: it fails with "no port known" until one is. That holds for an
             engine only while it has an entry in :data:`DEFAULT_PORTS` (one missing from it gets
-            8000, the fallback of ``probes.sources.health.health_target``); every engine has one,
+            8000, the fallback of ``probes.sources.health_target.health_target``); every engine has one,
             which tests/test_engine_lists.py checks.
         engine: force the engine id; None detects it from the log.
         backlog: most journal entries read on first connect (the current start should fit).

@@ -22,7 +22,7 @@ from probes.fold.notify import CHANNELS, DEFAULT_CHANNELS
 from probes.transport.ssh_config import parse_target
 from probes.spec import normalize_unit
 from probes.spec import HostSpec
-from probes.sources.health import health_target
+from probes.sources.health_target import health_target
 
 #: The longest probe period ``[settings]`` takes, and the longest ``stall_after_s`` (a week).
 MAX_PERIOD_S = 86400 * 7

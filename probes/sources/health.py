@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING
 from probes.data.state import Health
 from probes.hosttext import one_line
 from probes.sources.context import SourceContext, wait_event
-from probes.spec import DEFAULT_PORTS, HostSpec
+from probes.sources.health_target import HealthTarget, health_target
 from probes.transport.runner import ProbeError, Runner
 
 if TYPE_CHECKING:
@@ -262,50 +262,6 @@ def _clean(text: str, limit: int = 160) -> str:
 #: With no port or health URL configured, the first health look waits at most this many (real)
 #: seconds for the log to name the port (or the engine) and, once the backlog is quiet, no longer.
 LOG_KNOWN_WAIT_S = 5.0
-
-_LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]", "0.0.0.0"})
-
-
-@dataclass(frozen=True, slots=True)
-class HealthTarget:
-    """Where the health probe goes: ``base_url`` + ``path``; ``tunnel`` when ``port`` is a port on
-    the host's loopback that must be reached through the runner's port forward."""
-
-    base_url: str
-    path: str
-    port: int
-    tunnel: bool
-
-
-def health_target(spec: HostSpec, engine: str | None = None, port: int | None = None) -> HealthTarget:
-    """Resolve ``spec.health_url`` (or the port) into a :class:`HealthTarget`.
-
-    Args:
-        spec: the host. engine: the engine detected from the log, used when the spec names none.
-        port: the port the start's log says the server serves on; used when the spec names
-            neither ``port`` nor ``health_url`` (before the engine's default port).
-
-    Raises:
-        ValueError: ``health_url`` is not an ``http://`` or ``https://`` URL with a host.
-    """
-    from urllib.parse import urlsplit
-
-    if spec.health_url is None:
-        port = spec.port or port or DEFAULT_PORTS.get(spec.engine or engine or "", 8000)
-        return HealthTarget(f"http://127.0.0.1:{port}", "/health", port, True)
-    parts = urlsplit(spec.health_url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"health_url must be an http:// or https:// URL with a host: {spec.health_url!r}")
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    path = parts.path or "/health"
-    if parts.query:
-        path += "?" + parts.query
-    host = parts.hostname
-    if host.lower() in _LOOPBACK_NAMES or host.startswith("127."):
-        return HealthTarget(f"{parts.scheme}://127.0.0.1:{port}", path, port, not spec.is_local)
-    netloc = f"[{host}]" if ":" in host else host
-    return HealthTarget(f"{parts.scheme}://{netloc}:{port}", path, port, False)
-
 
 class HealthClient:
     """The HTTP client to the current :class:`HealthTarget`, through the runner's port forward when
