@@ -71,7 +71,7 @@ from probes.logs.jsonlog import decode_record
 from probes.logs.logline import decode, frames, parse
 from probes.fold.model import HostModel
 from probes.logs.reader import StartupReader
-from probes.data.state import GpuApps
+from probes.data.events import GpuApps
 from tui.config import ConfigError, load_config
 
 FIXTURES = ROOT / "tests" / "fixtures"

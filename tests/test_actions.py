@@ -20,7 +20,8 @@ from probes.ops.release import GpuReleaseWait, orphan_pids, pids_of
 from probes.store.paths import default_data_dir
 from probes.clock import ManualClock
 from probes.transport.runner import Completed, ProbeError
-from probes.data.state import GpuApps, GpuProcess, GpuReading, GpuSample, HostState, UnitState
+from probes.data.events import GpuApps, GpuProcess, GpuReading, GpuSample, UnitState
+from probes.data.state import HostState
 from probes.spec import HostSpec
 
 T0 = 1_746_195_337.25
@@ -182,7 +183,7 @@ def _state(t: float, apps: GpuApps | None, gpus: GpuReading | None, main_pid: in
 
 
 def test_orphan_pids_come_from_the_cgroup_verdict_not_a_guess():
-    from probes.data.state import GpuOrphan
+    from probes.data.events import GpuOrphan
 
     apps = _apps(T0, (100, "sglang::scheduler", 70000, GPU0), (101, "sglang::scheduler_TP1", 70000, GPU1),
                  (555, "python3 old.py", 30000, GPU1))

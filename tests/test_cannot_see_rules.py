@@ -75,7 +75,7 @@ T0 = 1_764_460_800.0
 
 def _model():
     from probes.fold.model import HostModel
-    from probes.data.state import Health, UnitState
+    from probes.data.events import Health, UnitState
 
     m = HostModel("gpu-b", "sglang.service")
     m.apply(Health(T0, "port_closed", detail="connection refused"))
@@ -83,7 +83,7 @@ def _model():
 
 
 def test_knowledge_is_read_failing_since_or_never() -> None:
-    from probes.data.state import ProbeFailure, ProbeOk
+    from probes.data.events import ProbeFailure, ProbeOk
 
     m, UnitState, _ = _model()
     s = m.state(T0)
@@ -108,7 +108,7 @@ def test_knowledge_is_read_failing_since_or_never() -> None:
     ("unit", "crashed", True),  # the probe's task died: nothing of the unit is being read
 ])
 def test_cannot_see_is_said_only_for_the_unit_or_journal_on_the_host(probe: str, kind: str, blind: bool) -> None:
-    from probes.data.state import ProbeFailure
+    from probes.data.events import ProbeFailure
     from probes.fold.verdict import headline
 
     m, _, _ = _model()
@@ -125,7 +125,7 @@ def test_cannot_see_is_said_only_for_the_unit_or_journal_on_the_host(probe: str,
 def test_cannot_see_comes_before_every_other_rule_but_the_connection() -> None:
     import dataclasses
 
-    from probes.data.state import ProbeFailure, UnitState
+    from probes.data.events import ProbeFailure, UnitState
     from probes.fold.verdict import verdict_for
 
     m, _, _ = _model()
@@ -148,7 +148,8 @@ def test_cannot_see_comes_before_every_other_rule_but_the_connection() -> None:
 
 
 def test_wait_gives_up_at_once_on_a_lasting_reason_and_after_a_while_on_another() -> None:
-    from probes.data.state import HostState, ProbeFailure
+    from probes.data.state import HostState
+    from probes.data.events import ProbeFailure
     from tui.wait import BLIND_GIVE_UP_S, EXIT_UNREACHABLE, outcome
 
     base = HostState(host="gpu-b", unit="sglang.service", updated=T0)
@@ -168,7 +169,7 @@ def test_wait_gives_up_at_once_on_a_lasting_reason_and_after_a_while_on_another(
 def test_a_refused_host_key_or_login_is_not_called_unreachable() -> None:
     """The host answered and its key (or the login) was refused: the card's word says that, not
     UNREACHABLE (a new user took a changed host key for a dead link)."""
-    from probes.data.state import ProbeFailure
+    from probes.data.events import ProbeFailure
     from probes.fold.verdict import headline
 
     for kind in ("host_key", "auth"):

@@ -25,7 +25,8 @@ from probes.data.download import DownloadProgress, DownloadSample
 from probes.logs.journal_json import parse_record
 from probes.fold.model import HostModel
 from probes.transport.runner import Completed, ProbeError
-from probes.data.state import HostState, ProbeFailure, ProbeOk
+from probes.data.state import HostState
+from probes.data.events import ProbeFailure, ProbeOk
 from probes.spec import HostSpec
 from probes.watch.watcher import HostWatcher
 from testhost import TestHost

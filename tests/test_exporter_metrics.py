@@ -18,7 +18,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from probes.clock import ManualClock
 from probes.data.reading import ErrorLine, FailedStart, Progress
-from probes.data.state import GpuOrphan, HostState, Knowledge, Typical, Verdict
+from probes.data.events import GpuOrphan
+from probes.data.state import HostState, Knowledge, Typical, Verdict
 from probes.fold import verdict as verdict_module
 from probes.fold.verdict import VERDICT_KINDS
 from probes.spec import HostSpec

@@ -21,7 +21,7 @@ from probes.sources.gpu import QUERY_FIELDS, parse_query, parse_query_line, quer
 from probes.sources.gpu_errors import (MSG_DRIVER_NOT_LOADED, MSG_MISMATCH, MSG_NO_DEVICES, MSG_NO_LIBRARY,
                                        MSG_NOT_INSTALLED, GpuError, classify_error)
 from probes.sources.nvml import NvmlSource
-from probes.data.state import GpuReading, GpuSample
+from probes.data.events import GpuReading, GpuSample
 
 SMI = Path(__file__).resolve().parent / "fixtures" / "nvidia-smi"
 NOW = 1_741_436_938.0

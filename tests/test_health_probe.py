@@ -20,7 +20,8 @@ import pytest
 
 from probes.sources.health import (COMPLETIONS_PATH, DETAIL_REFUSED, DETAIL_TUNNEL, HEALTH_PATH, MAX_BODY,
                                    MODELS_PATH, probe_health)
-from probes.data.state import RUNGS, Health
+from probes.data.state import RUNGS
+from probes.data.events import Health
 
 NOW = 1_741_436_938.0
 BASE = "http://gpu-node-1:30000"

@@ -10,7 +10,8 @@ import dataclasses
 
 from probes.clock import ManualClock
 from probes.fold.model import HostModel
-from probes.data.state import ProbeFailure, Verdict
+from probes.data.events import ProbeFailure
+from probes.data.state import Verdict
 from test_widgets import T0 as W0, Grid, One, loading_state
 from tui.demo_app import advance_demo, make_demo_app
 from widgets.host_card import HostCard

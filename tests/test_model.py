@@ -10,7 +10,8 @@ from conftest import JOURNAL
 from probes.logs.journal_json import parse_record
 from probes.fold.model import HostModel
 from probes.data.reading import ErrorLine, Progress
-from probes.data.state import GpuReading, GpuSample, Health, HostState, ProbeFailure, ProbeOk, UnitState
+from probes.data.events import GpuReading, GpuSample, Health, ProbeFailure, ProbeOk, UnitState
+from probes.data.state import HostState
 from probes.fold.verdict import STALL_AFTER_S, fmt_span, verdict_for
 
 
@@ -215,7 +216,7 @@ def test_a_host_never_reached_says_connecting_with_no_data_yet():
 
 
 def test_systemd_beats_a_log_that_says_ready():
-    from probes.data.state import UnitState
+    from probes.data.events import UnitState
 
     m = _fold("sglang-startup.jsonl", "sglang.service")
     assert m.state(1741437200.0).state == "ready"
@@ -234,7 +235,7 @@ def test_systemd_beats_a_log_that_says_ready():
 
 
 def test_a_unit_killed_without_a_word_in_the_log_says_how_it_ended():
-    from probes.data.state import UnitState
+    from probes.data.events import UnitState
 
     m = _fold("sglang-startup.jsonl", "sglang.service")
     m.apply(UnitState(1741437300.0, "sglang.service", "loaded", "failed", "failed", "signal",
@@ -264,7 +265,7 @@ def test_stall_limits_per_host_and_phase():
 
 
 def test_nrestarts_going_down_is_a_reset_not_a_negative_count():
-    from probes.data.state import UnitState
+    from probes.data.events import UnitState
 
     m = HostModel("h", "u.service")
     for t, n in ((1.0, 0), (2.0, 1), (3.0, 3), (4.0, 0), (5.0, 2)):
@@ -273,7 +274,7 @@ def test_nrestarts_going_down_is_a_reset_not_a_negative_count():
 
 
 def test_health_answered_by_an_earlier_process_is_not_readiness():
-    from probes.data.state import UnitState
+    from probes.data.events import UnitState
 
     m = _fold("sglang-startup.jsonl", "sglang.service")
     up = dict(load_state="loaded", active_state="active", sub_state="running", started_at=1741436938.0)
@@ -296,7 +297,7 @@ def test_health_answered_by_an_earlier_process_is_not_readiness():
 
 
 def test_active_for_long_with_the_port_closed_and_no_start_in_the_log():
-    from probes.data.state import UnitState
+    from probes.data.events import UnitState
 
     u = UnitState(1000.0, "u.service", "loaded", "active", "running", main_pid=5, started_at=1000.0)
     s = HostState(host="h", unit="u.service", state="waiting", readiness="port_closed", unit_state=u,
@@ -308,7 +309,7 @@ def test_active_for_long_with_the_port_closed_and_no_start_in_the_log():
 
 
 def test_a_process_past_download_with_no_gpu_memory():
-    from probes.data.state import UnitState
+    from probes.data.events import UnitState
 
     u = UnitState(1000.0, "u.service", "loaded", "active", "running", main_pid=5, started_at=1000.0)
     idle = GpuReading(1290.0, tuple(GpuSample(i, f"GPU-{i}", "NVIDIA H100 80GB HBM3", 3, 81559, 0) for i in range(2)))

@@ -7,7 +7,8 @@ from datetime import datetime, timezone
 
 from probes.fold.notify import Notice, NoticeTracker, notices, url_label
 from probes.data.reading import ErrorLine, FailedStart
-from probes.data.state import HostState, PhaseSpan, UnitState
+from probes.data.state import HostState, PhaseSpan
+from probes.data.events import UnitState
 from probes.fold.verdict import judge
 
 T = 1_700_000_000.0          # the server's start

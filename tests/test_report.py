@@ -18,8 +18,8 @@ from markdown_it import MarkdownIt
 
 from probes.clock import ManualClock
 from probes.data.reading import ErrorLine, Progress
-from probes.data.state import (GpuReading, GpuSample, HostState, Knowledge, LogEntry, PhaseSpan, UnitState,
-                               Verdict)
+from probes.data.events import GpuReading, GpuSample, UnitState
+from probes.data.state import HostState, Knowledge, LogEntry, PhaseSpan, Verdict
 from tui import cli
 from tui.demo_app import advance_demo, make_demo_app
 from tui.report import fence_for, markdown_report, md_code, md_text

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from probes.data.state import UnitState
+from probes.data.events import UnitState
 from probes.sources.unit import SHOW_PROPERTIES, parse_properties, parse_show, parse_timestamp, show_argv
 
 SHOW = Path(__file__).resolve().parent / "fixtures" / "systemctl-show"

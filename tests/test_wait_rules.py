@@ -8,7 +8,8 @@ import io
 import pytest
 
 from probes.data.reading import ErrorLine, Progress
-from probes.data.state import HostState, PhaseSpan, UnitState, Verdict
+from probes.data.state import HostState, PhaseSpan, Verdict
+from probes.data.events import UnitState
 from tui.wait import (
     _NOT_ALLOWED_RE, EXIT_FAILED, EXIT_LOOP, EXIT_READY, EXIT_UNREACHABLE, decisive_line_known, describe,
     outcome, tty_line, wait,
@@ -69,7 +70,7 @@ def test_failed_loop_and_the_auto_restart_between() -> None:
 
 
 def test_unreachable_and_not_allowed_exit_4() -> None:
-    from probes.data.state import ProbeFailure
+    from probes.data.events import ProbeFailure
 
     never = state(unit_state=None, updated=None, stale_since=T0,
                   failures=(ProbeFailure(T0, "unit", "unreachable", "connection refused"),))

@@ -8,7 +8,8 @@ from textual.app import App, ComposeResult
 from textual.color import Color
 
 from probes.data.reading import ErrorLine, Progress
-from probes.data.state import GpuReading, GpuSample, HostState, PhaseSpan, ProbeFailure, UnitState, Verdict
+from probes.data.events import GpuReading, GpuSample, ProbeFailure, UnitState
+from probes.data.state import HostState, PhaseSpan, Verdict
 from widgets.fmt import duration, hms
 from widgets.gpu_strip import GpuStrip, note_word
 from widgets.host_card import HostCard

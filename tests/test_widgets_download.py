@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from probes.data.download import DownloadProgress
 from probes.data.reading import Progress
-from probes.data.state import HostState, PhaseSpan, ProbeFailure
+from probes.data.state import HostState, PhaseSpan
+from probes.data.events import ProbeFailure
 from probes.spec import HostSpec
 from tui.status import format_host, host_json
 from widgets.detail import PhaseTimeline

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from textual.app import App, ComposeResult
 
-from probes.data.state import GpuReading, GpuSample, HostState, LogEntry, PhaseSpan, ProbeFailure, UnitState
+from probes.data.events import GpuReading, GpuSample, ProbeFailure, UnitState
+from probes.data.state import HostState, LogEntry, PhaseSpan
 from widgets.detail import GpuHistory, PhaseTimeline, UnitPanel, spark
 from widgets.log_pane import LogPane
 

@@ -22,7 +22,8 @@ import re
 import time
 from collections.abc import Sequence
 
-from probes.data.state import CONNECTION_KINDS, HostState, LogEntry
+from probes.data.events import CONNECTION_KINDS
+from probes.data.state import HostState, LogEntry
 from probes.fold.verdict import cause_words, fmt_span
 from probes.hosttext import one_line
 from probes.logs.engines import ENGINES

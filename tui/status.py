@@ -26,7 +26,7 @@ from probes.fold.download import download_words
 from probes.sources.nvml import NvmlSource
 from probes.store.history import History
 from probes.hosttext import json_text, one_line
-from probes.data.state import CONNECTION_KINDS
+from probes.data.events import CONNECTION_KINDS
 from probes.fold.verdict import blind_failures, headline, systemd_gave_up
 from probes.transport.runner import Runner
 from probes.data.state import HostState

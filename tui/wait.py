@@ -27,7 +27,7 @@ from typing import IO
 from probes.clock import WallClock
 from probes.store.history import History
 from probes.hosttext import one_line
-from probes.data.state import CONNECTION_KINDS
+from probes.data.events import CONNECTION_KINDS
 from probes.transport.runner import ProbeError, Runner
 from probes.data.state import HostState
 from probes.fold.verdict import blind_failures, cannot_see_lasting, systemd_gave_up

@@ -24,8 +24,9 @@ from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
-from probes.data.state import CONNECTION_KINDS
-from probes.data.state import GpuReading, GpuSample, HostState, ProbeFailure
+from probes.data.events import CONNECTION_KINDS
+from probes.data.events import GpuReading, GpuSample, ProbeFailure
+from probes.data.state import HostState
 from widgets.fmt import gib, hms
 from widgets.text import host_text, plain
 

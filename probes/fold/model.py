@@ -17,9 +17,9 @@ from probes.fold.download import progress_from, wanted
 from probes.logs.journal_json import Record
 from probes.data.reading import Reading
 from probes.logs.reader import StartupReader
-from probes.data.state import (CONNECTION_KINDS, KNOWN_PROBES, NO_CONTACT_KINDS, GpuApps, GpuOrphans, GpuReading, Health,
-                               HostState, Knowledge, LogEntry, PhaseSpan, ProbeFailure, ProbeOk, Typical,
-                               UnitState, Verdict)
+from probes.data.events import (CONNECTION_KINDS, NO_CONTACT_KINDS, GpuApps, GpuOrphans, GpuReading, Health,
+                                ProbeFailure, ProbeOk, UnitState)
+from probes.data.state import KNOWN_PROBES, HostState, Knowledge, LogEntry, PhaseSpan, Typical, Verdict
 from probes.fold.verdict import verdict_for
 
 #: How many log entries a host keeps for the log pane (oldest dropped first).
@@ -69,9 +69,9 @@ class HostModel:
         log_keep: log entries kept (oldest dropped first).
 
     Events accepted by :meth:`apply`: a journal :class:`~probes.logs.journal_json.Record`, a
-    :class:`~probes.data.state.UnitState`, a :class:`~probes.data.state.GpuReading`, a
-    :class:`~probes.data.state.Health`, a :class:`~probes.data.state.ProbeFailure`, a
-    :class:`~probes.data.state.ProbeOk`, a :class:`~probes.data.state.Typical` (shown while the start's
+    :class:`~probes.data.events.UnitState`, a :class:`~probes.data.events.GpuReading`, a
+    :class:`~probes.data.events.Health`, a :class:`~probes.data.events.ProbeFailure`, a
+    :class:`~probes.data.events.ProbeOk`, a :class:`~probes.data.state.Typical` (shown while the start's
     model and engine-argument hash match it), a :class:`~probes.data.download.DownloadSample`; anything
     else raises ``TypeError``.
     """

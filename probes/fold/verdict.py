@@ -13,7 +13,8 @@ import dataclasses
 import time as _time
 from collections.abc import Mapping
 
-from probes.data.state import CONNECTION_KINDS, GpuOrphan, HostState, ProbeFailure, Verdict
+from probes.data.events import CONNECTION_KINDS, GpuOrphan, ProbeFailure
+from probes.data.state import HostState, Verdict
 from probes.data.vocab import PHASES
 from probes.fold.access import LASTING
 from probes.fold.eta import slower_sentence

@@ -29,7 +29,8 @@ import re
 from probes.data.reading import Reading
 from probes.data.vocab import PHASE_INDEX
 from probes.logs.classify import UNIT_WEIGHT, Classifier, Hits, unit_engine
-from probes.logs.context import BENIGN_LINES, CTX_OF_LEVEL, CTX_PLAIN, THREAD_EXC, Ctx, LineContext, level_class
+from probes.logs.context import (BENIGN_LINES, CTX_OF_LEVEL, CTX_PLAIN, THREAD_EXC, Ctx, LineContext,
+                                 level_class)
 from probes.logs.failures import fail, judge
 from probes.logs.identity import identify, listen_port
 from probes.logs.jsonlog import JsonRecord, decode_record

@@ -8,7 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from probes.clock import Clock
-from probes.data.state import GpuProcess, HostState
+from probes.data.events import GpuProcess
+from probes.data.state import HostState
 
 
 def orphan_pids(state: HostState) -> list[tuple[int, str, int | None]]:

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 
 from probes.clock import Clock
 from probes.data.reading import Reading
-from probes.data.state import (CONNECTION_KINDS, GpuReading, Health, HostState, ProbeFailure, ProbeOk,
-                               UnitState, Unparsable)
+from probes.data.events import (CONNECTION_KINDS, GpuReading, Health, ProbeFailure, ProbeOk, UnitState,
+                                Unparsable)
+from probes.data.state import HostState
 from probes.fold.model import HostModel
 from probes.spec import HostSpec
 from probes.transport.runner import Runner
@@ -151,7 +152,7 @@ class SourceContext:
 
     async def retry(self, delay: float, kind: str = "command") -> float:
         """Wait before the next try and return the delay for the one after: a lost connection
-        (a :data:`~probes.data.state.CONNECTION_KINDS` kind but ``auth``/``host_key``) waits
+        (a :data:`~probes.data.events.CONNECTION_KINDS` kind but ``auth``/``host_key``) waits
         ``retry_s`` every time (the runner paces its own reconnects); anything else waits
         ``delay`` and doubles it, up to ``retry_max_s`` (clock seconds)."""
         c = self.cadence

@@ -50,7 +50,7 @@ import re
 from collections.abc import Mapping
 
 from probes.data.download import DownloadSample
-from probes.data.state import CONNECTION_KINDS, ProbeOk
+from probes.data.events import CONNECTION_KINDS, ProbeOk
 from probes.fold.download import hub_repo_id, wanted
 from probes.sources.context import SourceContext
 from probes.sources.unit import parse_properties

@@ -1,6 +1,6 @@
 """The GPU probe: ``nvidia-smi --query-gpu`` CSV (over SSH) or NVML (locally) → :class:`GpuReading`.
 
-Two sources, one model (:class:`~probes.data.state.GpuSample`); a value a board cannot give is ``None``,
+Two sources, one model (:class:`~probes.data.events.GpuSample`); a value a board cannot give is ``None``,
 never ``0``.
 
 **nvidia-smi** (nvidia-smi documentation, https://docs.nvidia.com/deploy/nvidia-smi/; rows captured on drivers
@@ -39,7 +39,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from probes.data.state import GpuReading, GpuSample, Unparsable
+from probes.data.events import GpuReading, GpuSample, Unparsable
 from probes.hosttext import one_line
 from probes.sources.gpu_errors import GpuError, classify, classify_error
 from probes.sources.context import SourceContext
@@ -85,7 +85,7 @@ _UUID_RE = re.compile(r"(?:GPU|MIG)-[0-9A-Za-z-]+")
 
 class UnparsableValue(ValueError):
     """A row whose key cell (``index``, ``pid``) holds a value no board prints: the row cannot be
-    used. ``problem`` (a :class:`~probes.data.state.Unparsable`) says which column and why."""
+    used. ``problem`` (a :class:`~probes.data.events.Unparsable`) says which column and why."""
 
     def __init__(self, problem: Unparsable) -> None:
         super().__init__(problem.message)
@@ -309,7 +309,7 @@ class _Sample:
 class GpuSource:
     """The GPU probe's loop: ``nvidia-smi --query-gpu … -lms`` streamed through the runner (one row
     per GPU every ``gpu_interval_s``), or, with a ``sampler``, that read every ``gpu_interval_s``
-    in a thread. Each sample becomes a :class:`~probes.data.state.GpuReading`; a stream that ends or
+    in a thread. Each sample becomes a :class:`~probes.data.events.GpuReading`; a stream that ends or
     fails is the ``gpu`` cell's failure (nvidia-smi's own words when it printed any), retried with
     backoff. Keeps ``signals.uuid_index`` (GPU uuid → index) for the process list.
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from probes.data.state import GpuApps, GpuOrphan, GpuOrphans, GpuProcess, Unparsable
+from probes.data.events import GpuApps, GpuOrphan, GpuOrphans, GpuProcess, Unparsable
 from probes.sources.context import SourceContext
 from probes.sources.gpu import MAX_PID, as_int, cell_text, numeric_cell
 from probes.sources.gpu_errors import classify_error

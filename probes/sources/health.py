@@ -43,7 +43,7 @@ import time as _time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from probes.data.state import Health
+from probes.data.events import Health
 from probes.hosttext import one_line
 from probes.sources.context import SourceContext, wait_event
 from probes.sources.health_target import HealthTarget, health_target
@@ -336,7 +336,7 @@ class ServingChecks:
 class HealthSource:
     """The health probe's loop: ``GET`` the :class:`HealthTarget` every ``health_interval_s`` (and
     a one-token generation now and then once healthy); each answer is the host's
-    :class:`~probes.data.state.Health`. With no port known (none configured, no engine, none in the
+    :class:`~probes.data.events.Health`. With no port known (none configured, no engine, none in the
     log) it does not guess: the ``health`` cell says so.
 
     Args:

@@ -1,4 +1,4 @@
-"""The local GPU source: NVML (``pynvml``) → :class:`~probes.data.state.GpuReading`.
+"""The local GPU source: NVML (``pynvml``) → :class:`~probes.data.events.GpuReading`.
 
 nvidia-ml-py 13.615.71, module ``pynvml`` (its ``pynvml.py``; https://pypi.org/project/nvidia-ml-py/).
 Memory comes in bytes, power in milliwatts; per-field ``NVMLError`` (``NotSupported`` under MIG, …) gives ``None``; a device whose
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from probes.data.state import GpuReading, GpuSample
+from probes.data.events import GpuReading, GpuSample
 from probes.hosttext import one_line
 from probes.sources.gpu_errors import MSG_DRIVER_NOT_LOADED, MSG_MISMATCH, MSG_NO_LIBRARY, GpuError
 

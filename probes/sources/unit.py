@@ -1,4 +1,4 @@
-"""The unit probe: ``systemctl show`` output turned into a :class:`~probes.data.state.UnitState`.
+"""The unit probe: ``systemctl show`` output turned into a :class:`~probes.data.events.UnitState`.
 
 Format of ``systemctl show UNIT -p A,B,C --no-pager``, systemd 252 (``src/shared/bus-print-properties.c``,
 ``src/systemctl/systemctl-show.c``; real captures in ``tests/fixtures/systemctl-show``):
@@ -20,7 +20,7 @@ interpreted as markup here or anywhere.
 
 A number no systemd prints (``NRestarts=-1``, a 309-digit ``MainPID``, ``MemoryCurrent=lots``, a
 ``@``-timestamp of 400 digits) is not a crash and not a silent None: :func:`read_show` gives the
-state with that value None and an :class:`~probes.data.state.Unparsable` naming the property.
+state with that value None and an :class:`~probes.data.events.Unparsable` naming the property.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from probes.data.state import UnitState, Unparsable
+from probes.data.events import UnitState, Unparsable
 from probes.fold import access
 from probes.hosttext import one_line
 from probes.sources.context import SourceContext
@@ -144,7 +144,7 @@ def access_problem(stdout: bytes, stderr: bytes, returncode: int | None, *,
 class UnitSource:
     """The unit probe's loop: ``systemctl show`` (``--user`` for a user unit, behind ``sudo -n``
     when configured) every ``unit_interval_s``; each answer becomes the unit's
-    :class:`~probes.data.state.UnitState`, a failure the ``unit`` cell's (with backoff). Sets
+    :class:`~probes.data.events.UnitState`, a failure the ``unit`` cell's (with backoff). Sets
     ``signals.unit_seen`` after the first answer or failure.
 
     Args:

@@ -41,7 +41,7 @@ class ProbeError(Exception):
     Args:
         kind: one of :data:`ERROR_KINDS` (``unreachable``, ``auth``, ``host_key``, ``timeout``,
             ``closed``, ``command``, ``permission``; ``unparsable`` and ``crashed`` are only
-            :class:`~probes.data.state.ProbeFailure` kinds, set by the watcher).
+            :class:`~probes.data.events.ProbeFailure` kinds, set by the watcher).
         message: one line for an operator (host text; show it as plain text, never markup). It is
             passed through the one sanitiser (:func:`probes.hosttext.one_line`) here, so what a host
             sent (a disconnect reason, a command's stderr) carries no escape code to any output.

@@ -16,7 +16,7 @@ Each loop is a source of :mod:`probes.sources` running on the one
 :class:`~probes.sources.context.SourceContext` the watcher builds; the watcher only starts,
 supervises and stops them, and keeps the start history in step.
 
-A failing probe degrades its own cell (a :class:`~probes.data.state.ProbeFailure` in the model) and
+A failing probe degrades its own cell (a :class:`~probes.data.events.ProbeFailure` in the model) and
 retries with backoff; it never stops the others. A value a probe cannot parse is a failure of that
 probe (kind ``unparsable``, naming the column) while the rest of its data keeps coming. A probe task
 that raises anyway (a bug) is supervised: its cell fails with kind ``crashed`` and the exception's
@@ -218,7 +218,7 @@ class HostWatcher:
         """Run one probe's loop; when it raises (a bug: every bad input has its own path), say so in
         that probe's cell and start it again, so one probe's crash never silences the host.
 
-        The cell gets a :class:`~probes.data.state.ProbeFailure` of kind ``crashed`` whose message is
+        The cell gets a :class:`~probes.data.events.ProbeFailure` of kind ``crashed`` whose message is
         the exception as it is (``OverflowError: cannot convert float infinity to integer``), with
         the restart count and delay. Delays start at ``retry_s`` and double up to ``retry_max_s``;
         a loop that ran :data:`CRASH_RESET_S` clock seconds before raising starts over at
