@@ -65,6 +65,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 from probes.transport.runner import Completed, ProbeError  # noqa: E402  (after the path set-up)
+from probes.transport.replay.journalctl import ALWAYS_FIELDS  # noqa: E402
 
 TARGET_CPU_PCT = 25.0     # UI run, percent of one core
 TARGET_RSS_MB = 300.0     # UI run, peak RSS
@@ -192,6 +193,9 @@ class FloodRunner:
         self._started_at = time.time()
         self._systemd_tpl = systemd
         self._server_tpl = server
+        # The fields the follow asked for (``--output-fields``; journalctl keeps the cursor, the
+        # timestamps and _BOOT_ID whatever is asked), None for all.
+        self._keep: frozenset[str] | None = None
         msgs = _fixture_messages()
         self._messages = [self._msg_json(m) for m in msgs]
         # pattern "serving": one start, then the fixture's own serving lines (SGLang's "Prefill
@@ -225,8 +229,26 @@ class FloodRunner:
 
     def _fields_prefix(self, tpl: dict[str, Any], drop: set[str], override: dict[str, Any]) -> bytes:
         """The record's constant fields, JSON, without the closing brace (key order of ``tpl``)."""
-        fields = {k: override.get(k, v) for k, v in tpl.items() if k not in drop}
+        keep = self._keep
+        fields = {k: override.get(k, v) for k, v in tpl.items()
+                  if k not in drop and (keep is None or k in keep)}
         return json.dumps(fields, ensure_ascii=False, separators=(",", ":")).encode()[:-1]
+
+    def _ask_fields(self, argv: tuple[str, ...]) -> None:
+        """Honour the follow's ``--output-fields=A,B`` from now on, as journalctl does."""
+        asked = [a.split("=", 1)[1] for a in argv if a.startswith("--output-fields=")]
+        keep = (frozenset(asked[-1].split(",")) | ALWAYS_FIELDS) if asked else None
+        if keep == self._keep:
+            return
+        self._keep = keep
+
+        def refilter(body: bytes) -> bytes:
+            fields = json.loads(body + b"}")
+            kept = {k: v for k, v in fields.items() if keep is None or k in keep}
+            return json.dumps(kept, ensure_ascii=False, separators=(",", ":")).encode()[:-1]
+
+        self._server_prefix = refilter(self._server_prefix)  # fields only dropped, never added:
+        self._pending = [refilter(b) for b in self._pending]  # a follow asks for the same each time
 
     def _new_start(self, first: bool = False) -> list[bytes]:
         """Begin a new start of the unit; returns systemd's records for it (bodies without the
@@ -322,6 +344,7 @@ class FloodRunner:
             raise ProbeError("closed", f"{self.host}: connection closed")
         name = argv[0].rsplit("/", 1)[-1] if argv else ""
         if name == "journalctl" and "json" in argv and ("-f" in argv or "--follow" in argv):
+            self._ask_fields(argv)
             async for line in self._journal():
                 yield line
             return

@@ -14,8 +14,10 @@ import sys
 import pytest
 
 from conftest import JOURNAL
-from probes.logs.journal_json import TOO_LONG, RecordError, field_text, is_journal_json, parse_record
+from probes.logs.journal_json import (
+    READ_FIELDS, TOO_LONG, RecordError, _record, field_text, is_journal_json, parse_record)
 from probes.sources.logfile import read_path
+from probes.transport.replay.journalctl import ALWAYS_FIELDS
 
 
 def test_field_values_in_every_shape_journalctl_prints() -> None:
@@ -163,3 +165,29 @@ def test_journalctl_text_output_reads_like_its_json(tmp_path, mode) -> None:
     reading = read_path(str(path))
     assert _summary(reading)[:7] == VLLM_LOOP[:7]
     assert reading.gave_up and reading.restart_counter == 3
+
+
+class _Reads(dict):  # type: ignore[type-arg]
+    """A record that notes every field asked of it."""
+
+    asked: set[str]
+
+    def get(self, key, default=None):  # type: ignore[no-untyped-def, override]
+        self.asked.add(key)
+        return super().get(key, default)
+
+
+@pytest.mark.parametrize("name", ["captured-systemd252.jsonl", "sglang-startup.all.jsonl",
+                                  "vllm-restart-loop.all.jsonl"])
+def test_the_parser_reads_only_the_fields_journalctl_is_asked_for(name) -> None:
+    # The journal probe asks journalctl for READ_FIELDS only (--output-fields): a field the parser
+    # reads outside that list would silently be missing on every host.
+    always = ALWAYS_FIELDS
+    for raw in (JOURNAL / name).read_bytes().splitlines():
+        obj = json.loads(raw)
+        seen = _Reads(obj)
+        seen.asked = set()
+        full = _record(seen)
+        assert seen.asked <= set(READ_FIELDS) | always, seen.asked - set(READ_FIELDS)
+        kept = {k: v for k, v in obj.items() if k in READ_FIELDS or k in always}
+        assert parse_record(json.dumps(kept).encode()) == full

@@ -20,6 +20,8 @@ from pathlib import Path
 from netns import NetnsHost
 from probes.clock import WallClock
 from probes.data.state import HostState
+from probes.logs.journal_json import READ_FIELDS
+from probes.sources.journal import output_fields_option
 from probes.spec import HostSpec
 from probes.watch.watcher import HostWatcher
 from waiting import until
@@ -345,4 +347,45 @@ async def test_a_frozen_link_is_not_read_as_an_unhealthy_server(testhost: TestHo
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        await w.stop()
+
+
+# --- 8. only the fields upwatch reads ------------------------------------------------------------
+
+def follows_asked(host: TestHost) -> list[str]:
+    """The argv of every ``journalctl -f`` the host ran (from the shim's log)."""
+    return [line for line in host.log("journalctl.log") if " -f " in f" {line} "]
+
+
+async def test_the_journal_is_asked_only_for_the_fields_upwatch_reads(testhost: TestHost) -> None:
+    w = watcher(testhost)
+    w.start()
+    try:
+        await until("the 5 seeded entries", lambda: texts(w) == SEEDED)
+        assert w.journal.fields is True
+        assert follows_asked(testhost)
+        assert all(output_fields_option(READ_FIELDS) in line for line in follows_asked(testhost))
+        entries = w.entries_after(0)
+        assert [e.cursor for e in entries] == [r["__CURSOR"] for r in journal_records(testhost)]
+        assert not w.state().failures
+    finally:
+        await w.stop()
+
+
+async def test_a_journalctl_before_236_is_followed_without_output_fields(testhost: TestHost) -> None:
+    (testhost.state / "journalctl.before-236").touch()
+    w = watcher(testhost)
+    w.start()
+    try:
+        await until("the 5 seeded entries", lambda: texts(w) == SEEDED)
+        lines = batch("after", 3)
+        testhost.append_log_lines(lines)
+        await until("the appended entries", lambda: texts(w)[-3:] == lines)
+        assert w.journal.fields is False
+        assert follows_asked(testhost)
+        assert not any("--output-fields" in line for line in follows_asked(testhost))
+        asked = [line for line in testhost.log("journalctl.log") if "--output-fields" in line]
+        assert len(asked) == 1  # refused once, never asked again
+        assert not w.state().failures
+    finally:
         await w.stop()

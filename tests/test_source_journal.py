@@ -15,7 +15,8 @@ from canned_runner import CannedRunner, Stream
 from probes.clock import ManualClock
 from probes.fold.model import HostModel
 from probes.sources.context import SourceContext
-from probes.sources.journal import JOURNAL_GUARD_S, JOURNAL_RECHECK_S, JournalSource
+from probes.logs.journal_json import READ_FIELDS
+from probes.sources.journal import JOURNAL_GUARD_S, JOURNAL_RECHECK_S, JournalSource, output_fields_option
 from probes.spec import HostSpec
 from probes.transport.runner import ProbeError
 
@@ -24,6 +25,7 @@ T0 = 1_764_460_800.0
 LOOK = ["journalctl", "-u", "sglang.service", "-n", "1", "-o", "cat"]  # the access look
 HAS_MORE = ["journalctl", "-u", "sglang.service", "-o", "json", "-a", "--no-pager", "-n", "1"]
 FOLLOW = ["journalctl", "-u", "sglang.service", "-o", "json", "-a", "-f"]
+FIELDS = output_fields_option(READ_FIELDS)
 DENIED = b"No journal files were opened due to insufficient permissions.\n"
 
 
@@ -64,7 +66,7 @@ async def test_the_follow_delivers_the_records_and_keeps_the_cursor(journal) -> 
     rig, source, runner, clock, model = journal
     rig.start()
     await clock.settle()
-    assert runner.streams_opened == [tuple(FOLLOW) + ("--no-pager", "-n", "5000")]
+    assert runner.streams_opened == [tuple(FOLLOW) + ("--no-pager", "-n", "5000", FIELDS)]
     assert source.is_open and source.cursor == cursor_of(RECORDS[9])
     assert model.seq == 10 and not model.failing("journal")
     assert source.reopened == 0
@@ -97,7 +99,7 @@ async def test_a_follow_that_ends_on_the_host_fails_and_resumes_after_the_cursor
     assert f is not None and f.kind == "command" and "journalctl -f ended on the host" in f.message
     runner.answer_stream(FOLLOW, Stream(RECORDS[10:20], hold=True))
     await clock.advance(2)
-    assert runner.streams_opened[1] == tuple(FOLLOW) + ("--no-pager", "--after-cursor", cursor_of(RECORDS[9]))
+    assert runner.streams_opened[1] == tuple(FOLLOW) + ("--no-pager", "--after-cursor", cursor_of(RECORDS[9]), FIELDS)
     assert model.state(clock.now()).failure("journal") is None
     assert model.seq == 20 and source.cursor == cursor_of(RECORDS[19]) and source.reopened == 0
 
@@ -129,7 +131,7 @@ async def test_a_trusted_reopen_that_fails_is_checked_again_at_the_next_follow(j
     await clock.advance(2)
     # The follow after the drop is not a reopen for entries: journalctl -n 1 decides again.
     assert len(runner.streams_opened) == 3 and runner.ran(HAS_MORE) == 2
-    assert runner.streams_opened[2][-2:] == ("--after-cursor", cursor_of(RECORDS[4]))
+    assert runner.streams_opened[2][-3:] == ("--after-cursor", cursor_of(RECORDS[4]), FIELDS)
     assert source.reopened == 1 and model.seq == 10 and not model.failing("journal")
 
 
@@ -141,7 +143,7 @@ async def test_a_quiet_follow_with_entries_it_did_not_deliver_is_reopened(journa
     # Quiet for the guard's time, and the journal has an entry after the cursor at both looks.
     await clock.advance(JOURNAL_GUARD_S + JOURNAL_RECHECK_S)
     assert source.reopened == 1 and len(runner.streams_opened) == 2
-    assert runner.streams_opened[1][-2:] == ("--after-cursor", cursor_of(RECORDS[9]))
+    assert runner.streams_opened[1][-3:] == ("--after-cursor", cursor_of(RECORDS[9]), FIELDS)
     assert not model.failing("journal")
 
 
@@ -171,3 +173,28 @@ async def test_a_follow_that_delivered_has_answered(journal) -> None:
     rig.start()
     await clock.settle()
     assert source.answered and model.seq == 10
+
+
+async def test_a_journalctl_that_refuses_output_fields_is_asked_without_them_from_then_on(journal) -> None:
+    # systemd 235 and older do not know --output-fields: the look is asked again without it, the
+    # follow never asks for it, and later looks do not try again.
+    rig, source, runner, clock, model = journal
+    runner.answer([*HAS_MORE, FIELDS], b"", returncode=1,
+                  stderr=f"journalctl: unrecognized option '{FIELDS}'\n".encode())
+    rig.start()
+    await clock.settle()
+    assert source.fields is False and model.seq == 10 and not model.failing("journal")
+    assert runner.streams_opened == [tuple(FOLLOW) + ("--no-pager", "-n", "5000")]
+    await clock.advance(JOURNAL_GUARD_S + JOURNAL_RECHECK_S)  # the guard looks again, twice
+    assert runner.ran([*HAS_MORE, FIELDS]) == 1 and runner.ran(HAS_MORE) >= 3
+
+
+async def test_a_look_that_fails_otherwise_does_not_decide_the_fields(journal) -> None:
+    # A failed look (here: the journal went away) says nothing of --output-fields: the follow asks
+    # for every field (safe) and the next look asks with them again.
+    rig, source, runner, clock, model = journal
+    runner.answer([*HAS_MORE, FIELDS], b"", returncode=1, stderr=b"Failed to get journal: Bad message\n")
+    rig.start()
+    await clock.settle()
+    assert source.fields is None
+    assert runner.streams_opened == [tuple(FOLLOW) + ("--no-pager", "-n", "5000")]

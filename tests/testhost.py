@@ -5,7 +5,9 @@ UPWATCH_TEST_STATE=<state>``, so over SSH the host has:
 
 * ``journalctl``: the **real** ``/usr/bin/journalctl --file=<state>/test.journal``; entries are
   appended with the real ``systemd-journal-remote`` (:meth:`TestHost.append`), one ``_BOOT_ID``
-  (``journalctl -f`` follows only the latest boot).
+  (``journalctl -f`` follows only the latest boot). Each call's argv goes to
+  ``state/journalctl.log``. With ``state/journalctl.before-236`` it refuses ``--output-fields``
+  as systemd 235 and older do (getopt's ``unrecognized option``, exit 1).
 * ``systemctl``: ``show`` prints ``state/systemctl-show.txt`` (a real ``systemctl show`` fixture;
   missing: the real ``not-found`` fixture with the asked unit's ``Id``); any other verb appends its
   argv to ``state/systemctl.log`` and exits 0.
@@ -55,6 +57,14 @@ QUERY_GPU_FIELDS = ("index,uuid,name,memory.used,memory.total,utilization.gpu,te
 
 SHIMS: dict[str, str] = {
     "journalctl": r'''#!/bin/sh
+echo "$*" >> "$UPWATCH_TEST_STATE/journalctl.log"
+if [ -e "$UPWATCH_TEST_STATE/journalctl.before-236" ]; then
+  for a in "$@"; do
+    case "$a" in
+      --output-fields*) echo "journalctl: unrecognized option '$a'" >&2; exit 1 ;;
+    esac
+  done
+fi
 exec /usr/bin/journalctl --file="$UPWATCH_TEST_STATE/test.journal" "$@"
 ''',
     "sudo": r'''#!/bin/sh

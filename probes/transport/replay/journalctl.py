@@ -29,8 +29,9 @@ from probes.transport.replay.host import SimulatedHost
 from probes.transport.replay.scenario import EPS_S, JournalEntry
 from probes.transport.runner import Completed, ProbeError
 
-#: Fields ``--output-fields`` always keeps (systemd's ``output_fields`` exceptions).
-_ALWAYS_FIELDS = frozenset({"__CURSOR", "__REALTIME_TIMESTAMP", "__MONOTONIC_TIMESTAMP", "_BOOT_ID"})
+#: Fields journalctl prints whatever ``--output-fields`` asks (systemd 252 ``output_json``; v254+
+#: also ``__SEQNUM`` and ``__SEQNUM_ID``).
+ALWAYS_FIELDS = frozenset({"__CURSOR", "__REALTIME_TIMESTAMP", "__MONOTONIC_TIMESTAMP", "_BOOT_ID"})
 
 
 @dataclass
@@ -186,7 +187,7 @@ def _render(entry: JournalEntry, opts: JournalOpts) -> bytes:
         return b"" if msg is None else str(msg).encode()
     out: dict[str, Any] = {}
     for k, v in fields.items():
-        if opts.output_fields is not None and k not in opts.output_fields and k not in _ALWAYS_FIELDS:
+        if opts.output_fields is not None and k not in opts.output_fields and k not in ALWAYS_FIELDS:
             continue
         if not opts.show_all and v is not None:
             size = len(v) if isinstance(v, list) else len(str(v).encode())
