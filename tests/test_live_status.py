@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from probes.logs.journal_json import READ_FIELDS
+from probes.sources.journal import output_fields_option
 from probes.sources.gpu_errors import MSG_MISMATCH, MSG_NOT_INSTALLED
 from testhost import TestHost
 from tui.cli import main
@@ -242,16 +244,14 @@ def test_first_connect_reads_the_journal_from_the_current_activation(
     lines = ["current start line 1", "current start line 2", "current start line 3"]
     testhost.append({"MESSAGE": text, "__REALTIME_TIMESTAMP": str(int((now + 120 + i) * 1e6))}
                     for i, text in enumerate(lines))
-    (testhost.shims / "journalctl").write_text(
-        '#!/bin/sh\necho "$*" >> "$UPWATCH_TEST_STATE/journalctl.log"\n'
-        'exec /usr/bin/journalctl --file="$UPWATCH_TEST_STATE/test.journal" "$@"\n')
     setup_home(tmp_path, monkeypatch, testhost)
     assert testhost.health is not None
     rc, items = status_json(capsys, "--config", hosts_toml(tmp_path, host_block("gpu-a", testhost.health.port)))
     assert rc == 0
     assert items[0]["last_line"] == "current start line 3"
     follow = [c for c in testhost.log("journalctl.log") if " -f " in f" {c} "]
-    assert follow == [f"-u sglang.service -o json -a -f --no-pager --since=@{int(now + 60) - 1} -n 5000"]
+    assert follow == [f"-u sglang.service -o json -a -f --no-pager --since=@{int(now + 60) - 1} -n 5000 "
+                      + output_fields_option(READ_FIELDS)]
 
 
 def test_a_user_who_may_not_read_the_journal_is_told_how_to_fix_it(
