@@ -12,6 +12,7 @@ import io
 import os
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from markdown_it import MarkdownIt
@@ -189,3 +190,24 @@ def test_upwatch_report_of_a_real_host(testhost, tmp_path, monkeypatch, capsys) 
     assert "NRestarts 0" in out and "GPU 0 `NVIDIA H100 80GB HBM3`" in out
     assert "| Weight load | " in out
     assert out.endswith("Nothing: the unit, the journal, the GPUs and health were all read.\n\nupwatch 0.1.0\n")
+
+
+def test_the_decisive_line_is_whole_in_the_fence_and_a_shortened_context_line_is_named() -> None:
+    """The decisive line is the evidence: all of it (sanitised) stands in the fence, however long;
+    a context line stays bounded (LINE_CHARS), and the sentence under the block says which was cut."""
+    from tui.report import LINE_CHARS
+
+    decisive = "torch.OutOfMemoryError: CUDA out of memory. " + "x" * 1200 + " \x1b[31mEND\x1b[0m"
+    long_context = "INFO warming up " + "y" * 900
+    s = replace(_hostile_state(), error=ErrorLine(line=12, text=decisive, cause="cuda_oom", hint=""))
+    entries = [LogEntry(i, T0 + i, long_context if i == 5 else f"line {i}") for i in range(1, 12)]
+    entries.append(LogEntry(12, T0 + 12, decisive))
+    md = markdown_report(s, entries, now=T0 + 20, source="test")
+    block = _fenced(md)
+    assert block[-1].split("  ", 1)[1] == decisive.replace("\x1b[31m", "").replace("\x1b[0m", "")
+    cut = next(line for line in block if "INFO warming up" in line)
+    assert len(cut.split("  ", 1)[1]) == LINE_CHARS and cut.endswith("…")
+    assert f"log line 5 ({len(long_context)} characters). The decisive line is whole." in md
+    # with no line before it at hand, the line is still whole, in a fence of its own
+    alone = _fenced(markdown_report(s, [], now=T0 + 20, source="test"))
+    assert alone == [decisive.replace("\x1b[31m", "").replace("\x1b[0m", "")]

@@ -32,7 +32,9 @@ from widgets.fmt import PHASE_LABELS, RUNG_WORDS
 
 #: How many log lines before the decisive line the report shows.
 CONTEXT_LINES = 10
-#: The longest log line shown in the fenced block, in characters (a longer one ends with ``…``).
+#: The longest context line (one before the decisive line) shown in the fenced block, in characters:
+#: a longer one ends with ``…`` and the report names it under the block. The decisive line itself is
+#: always shown whole.
 LINE_CHARS = 500
 #: The longest piece of host text shown in prose, in characters.
 TEXT_CHARS = 300
@@ -255,6 +257,8 @@ def _timeline(s: HostState, now: float) -> list[str]:
 
 
 def _decisive_block(s: HostState, entries: Sequence[LogEntry]) -> list[str]:
+    """The decisive (or suspect) line in a fenced block, whole (sanitised), after the log lines
+    before it (each at most :data:`LINE_CHARS`; a sentence under the block names those shortened)."""
     line = _decisive(s)
     if line is None:
         return ["", "### Decisive line", "", "None: no line of this start looks like a failure."]
@@ -263,16 +267,31 @@ def _decisive_block(s: HostState, entries: Sequence[LogEntry]) -> list[str]:
     out = ["", f"### {what[0].upper()}{what[1:]} (log line {seq}{when})", ""]
     shown = context_entries(s, entries)
     if not shown:
-        return out + [f"{md_code(text, max_chars=LINE_CHARS)}", "",
+        whole = one_line(text)
+        fence = fence_for([whole])
+        return out + [f"{fence}text", whole, fence, "",
                       "(the lines before it are not at hand: no longer kept, or not read again from a binary journal file)"]
-    body = [f"{_clock(e.time)}  {one_line(e.text, max_chars=LINE_CHARS)}" for e in shown]
-    if shown[-1].seq != seq:
-        body.append(f"{'?':>8}  {one_line(text, max_chars=LINE_CHARS)}")
+    body: list[str] = []
+    shortened: list[tuple[int, int]] = []  # (log line, its length) of the context lines cut
+    for e in shown:
+        if e.seq == seq:
+            continue
+        full = one_line(e.text)
+        if len(full) > LINE_CHARS:
+            shortened.append((e.seq, len(full)))
+        body.append(f"{_clock(e.time)}  {one_line(full, max_chars=LINE_CHARS)}")
+    own = shown[-1] if shown[-1].seq == seq else None
+    body.append(f"{_clock(own.time) if own is not None else '?':>8}  {one_line(own.text if own is not None else text)}")
     fence = fence_for(body)
-    before = len(shown) - 1 if shown[-1].seq == seq else len(shown)
+    before = len(body) - 1
     out.append(f"The {before} log line{'' if before == 1 else 's'} before it, then the line (times UTC):")
     out.append("")
-    return out + [f"{fence}text", *body, fence]
+    out += [f"{fence}text", *body, fence]
+    if shortened:
+        cut = ", ".join(f"{n} ({length} characters)" for n, length in shortened)
+        out += ["", f"Shortened to {LINE_CHARS} characters (ending in …): log line{'' if len(shortened) == 1 else 's'} "
+                    f"{cut}. The decisive line is whole."]
+    return out
 
 
 def _status_words(status: str, why: str) -> str:
