@@ -8,10 +8,12 @@ tests/test_report.py``, then read the diff and commit ``tests/fixtures/report``.
 
 from __future__ import annotations
 
+import calendar
 import io
 import os
 import re
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,7 +33,19 @@ HERE = Path(__file__).parent
 EXPECTED = HERE / "fixtures" / "report"
 
 
+#: The line under the title ends with the real wall-clock time the report was made.
+_MADE_RE = re.compile(r"made (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC_$", re.M)
+
+
+def made_at(text: str) -> float:
+    """The epoch seconds of the report's "made ... UTC" (its one such line)."""
+    (stamp,) = _MADE_RE.findall(text)
+    return calendar.timegm(time.strptime(stamp, "%Y-%m-%d %H:%M:%S"))
+
+
 def _matches(name: str, text: str) -> None:
+    """``text`` is the expected file ``name``, but for the time it was made (the wall clock's)."""
+    text = _MADE_RE.sub("made (the wall clock) UTC_", text)
     path = EXPECTED / name
     if os.environ.get("UPWATCH_UPDATE_REPORTS"):
         path.write_text(text, encoding="utf-8")
@@ -41,6 +55,7 @@ def _matches(name: str, text: str) -> None:
 async def test_c_copies_the_report_of_the_focused_card_and_of_the_detail_screen() -> None:
     clock = ManualClock(T0)
     app = make_demo_app(clock=clock)
+    began = time.time()
     async with app.run_test(size=(160, 48)) as pilot:
         await advance_demo(app, clock, pilot, 600)
         await pilot.press("c")  # the first card has the focus: gpu-node-1, ready
@@ -55,6 +70,11 @@ async def test_c_copies_the_report_of_the_focused_card_and_of_the_detail_screen(
         await pilot.pause()
         failed = app.clipboard
         assert any("report of gpu-node-2" in n.message for n in app._notifications)
+    # made at the real time (the wall clock's, not the demo clock's 2025-11-24 16:10), and from the demo
+    for text in (ready, failed):
+        assert int(began) <= made_at(text) <= time.time()
+        assert text.splitlines()[2].startswith("_copied from the upwatch demo: simulated hosts, not real ones; its "
+                                              "times are the demo's own clock, which read 2025-11-24 16:10:00 UTC; made ")
     _matches("demo-ready.md", ready)
     _matches("demo-failed.md", failed)
     assert "- **State:** ready, phase Ready" in ready and "Restart loop: 3 starts failed" in failed
@@ -65,8 +85,10 @@ async def test_c_copies_the_report_of_the_focused_card_and_of_the_detail_screen(
 
 def test_replay_markdown_prints_the_report_of_a_saved_journal(capsys) -> None:
     log = HERE / "fixtures" / "journal" / "vllm-restart-loop.jsonl"
+    began = time.time()
     assert cli.main(["replay", str(log), "--markdown"]) == 0
     out = capsys.readouterr().out.replace(str(log), "LOG")
+    assert int(began) <= made_at(out) <= time.time()  # not the log's time: when it was read
     _matches("replay-vllm-restart-loop.md", out)
     assert "- unit state (systemctl show): never answered" in out  # a saved log has no unit state
     assert "Verdict (ok)" not in out
@@ -78,7 +100,7 @@ def test_replay_markdown_reads_standard_input_too(capsys, monkeypatch) -> None:
     assert cli.main(["replay", "-", "--markdown"]) == 0
     out = capsys.readouterr().out
     expected = (EXPECTED / "replay-vllm-restart-loop.md").read_text(encoding="utf-8")
-    assert out == expected.replace("LOG", "standard input")
+    assert _MADE_RE.sub("made (the wall clock) UTC_", out) == expected.replace("LOG", "standard input")
 
 
 def test_replay_refuses_json_with_markdown(capsys) -> None:
@@ -116,7 +138,7 @@ def _fenced(md: str) -> list[str]:
 def test_hostile_host_text_stays_inert() -> None:
     s = _hostile_state()
     entries = [LogEntry(i, T0 + i / 10, f"line {i} " + ("`" * i) + HOSTILE) for i in range(1, 13)]
-    md = markdown_report(s, entries, now=T0 + 20, source="test")
+    md = markdown_report(s, entries, now=T0 + 20, made_at=T0 + 30, source="test")
     # no escape code, control or format character reaches the text
     assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", md)
     tokens = MarkdownIt("commonmark").enable(["table", "strikethrough"]).parse(md)
@@ -202,12 +224,12 @@ def test_the_decisive_line_is_whole_in_the_fence_and_a_shortened_context_line_is
     s = replace(_hostile_state(), error=ErrorLine(line=12, text=decisive, cause="cuda_oom", hint=""))
     entries = [LogEntry(i, T0 + i, long_context if i == 5 else f"line {i}") for i in range(1, 12)]
     entries.append(LogEntry(12, T0 + 12, decisive))
-    md = markdown_report(s, entries, now=T0 + 20, source="test")
+    md = markdown_report(s, entries, now=T0 + 20, made_at=T0 + 30, source="test")
     block = _fenced(md)
     assert block[-1].split("  ", 1)[1] == decisive.replace("\x1b[31m", "").replace("\x1b[0m", "")
     cut = next(line for line in block if "INFO warming up" in line)
     assert len(cut.split("  ", 1)[1]) == LINE_CHARS and cut.endswith("…")
     assert f"log line 5 ({len(long_context)} characters). The decisive line is whole." in md
     # with no line before it at hand, the line is still whole, in a fence of its own
-    alone = _fenced(markdown_report(s, [], now=T0 + 20, source="test"))
+    alone = _fenced(markdown_report(s, [], now=T0 + 20, made_at=T0 + 30, source="test"))
     assert alone == [decisive.replace("\x1b[31m", "").replace("\x1b[0m", "")]

@@ -35,11 +35,13 @@ from tui.report import CONTEXT_LINES, markdown_report
 from tui.status import EXIT_OK, EXIT_UNREACHABLE, look_once, not_seen, quiet_stdout
 
 
-def watcher_report(w: HostWatcher, now: float, source: str = "") -> str:
-    """The Markdown report of a watched host, judged at ``now`` (epoch seconds), with the log
-    entries the watcher still keeps around its decisive line."""
+def watcher_report(w: HostWatcher, now: float, source: str = "", made_at: float | None = None) -> str:
+    """The Markdown report of a watched host, judged at ``now`` (epoch seconds on the watcher's
+    clock), with the log entries the watcher still keeps around its decisive line; stamped with
+    ``made_at`` (epoch seconds; default: the real wall clock now)."""
     s = w.state(now)
-    return markdown_report(s, context_of(w, s), now=now, source=source)
+    return markdown_report(s, context_of(w, s), now=now, made_at=time.time() if made_at is None else made_at,
+                           source=source)
 
 
 def context_of(w: HostWatcher, s: HostState) -> list[LogEntry]:
@@ -101,7 +103,8 @@ def replay_report(path: str, reading: Reading, *, name: str, unit: str | None, n
         times = [sp.began for sp in s.phases if sp.began is not None]
         now = max(times) if times else time.time()
     what = "" if found else " (no server start found in it: is it the right file?)"
-    return markdown_report(s, entries, now=now, source=f"saved log {name}{what}, read by upwatch replay")
+    return markdown_report(s, entries, now=now, made_at=time.time(),
+                           source=f"saved log {name}{what}, read by upwatch replay")
 
 
 def reading_state(reading: Reading, *, name: str, unit: str | None) -> HostState:

@@ -8,12 +8,13 @@ readiness; what upwatch could not read (:attr:`HostState.knowledge`: nothing is 
 that was not seen); and the upwatch version. The dashboard's ``c`` key, ``upwatch report HOST``,
 ``upwatch replay LOG --markdown`` and the MCP ``report`` tool all print this one text.
 
-Pure: no I/O, no clock (``now`` is given). Every piece of host text goes through the one sanitiser
+Pure: no I/O, no clock (``now`` and ``made_at`` are given). Every piece of host text goes through the one sanitiser
 (:func:`probes.hosttext.one_line`) and is then made inert for Markdown: in prose, every character
 Markdown could read as syntax is backslash-escaped (:func:`md_text`); host values stand in code
 spans (:func:`md_code`); log lines stand in a fenced block whose fence is longer than any run of
 backticks in them (:func:`fence_for`), so a line cannot end the block. Times are UTC, so a report
-reads the same wherever it is pasted.
+reads the same wherever it is pasted; the time it was made is the real wall clock's (``made_at``),
+also when the data ran on another clock (the demo's).
 """
 
 from __future__ import annotations
@@ -114,24 +115,27 @@ def _decisive(s: HostState) -> tuple[int, str, str] | None:
     return None
 
 
-def markdown_report(s: HostState, entries: Sequence[LogEntry], *, now: float, source: str = "",
-                    version: str = __version__) -> str:
+def markdown_report(s: HostState, entries: Sequence[LogEntry], *, now: float, made_at: float,
+                    source: str = "", version: str = __version__) -> str:
     """The report of one host in Markdown (GitHub-flavoured), ending with a newline.
 
     Args:
         s: the host's snapshot (its verdict as judged at ``now``).
         entries: log entries the caller has (any range; those of :func:`context_entries` are shown).
-        now: epoch seconds: when the report is made (shown, and the "for" of ticking durations).
-        source: where the data came from, shown under the title (``live over SSH``, ``saved log
-            FILE``); "" shows nothing.
+        now: epoch seconds on the host's clock (the watcher's clock: the demo's is sped up; a saved
+            log's last time): the "so far" of the current phase's duration.
+        made_at: epoch seconds, the real wall-clock time the report is made (shown under the
+            title, whatever clock the data ran on).
+        source: where the data came from, shown under the title before the time it was made
+            (``copied from the upwatch dashboard``, ``saved log FILE``).
         version: the upwatch version shown at the end.
 
     Returns:
         The Markdown text. Only sanitised host text is in it, and none of it can act as Markdown.
     """
     out: list[str] = [f"## upwatch report: {md_text(s.host)}", ""]
-    if source:
-        out += [f"_{md_text(source)}, {utc(now)}_", ""]
+    made = f"made {utc(made_at)}"
+    out += [f"_{md_text(source) + '; ' if source else ''}{md_text(made)}_", ""]
     out += _summary(s)
     out += _timeline(s, now)
     out += _decisive_block(s, entries)
