@@ -233,3 +233,51 @@ def test_the_decisive_line_is_whole_in_the_fence_and_a_shortened_context_line_is
     # with no line before it at hand, the line is still whole, in a fence of its own
     alone = _fenced(markdown_report(s, [], now=T0 + 20, made_at=T0 + 30, source="test"))
     assert alone == [decisive.replace("\x1b[31m", "").replace("\x1b[0m", "")]
+
+
+def _replay_markdown(capsys, name: str) -> str:
+    log = HERE / "fixtures" / "logs" / name
+    assert cli.main(["replay", str(log), "--markdown"]) == 0
+    return capsys.readouterr().out.replace(str(log), "LOG")
+
+
+def _timeline_rows(md: str) -> list[list[str]]:
+    part = md.split("### Phase timeline", 1)[1].split("###", 1)[0]
+    return [[c.strip() for c in line.strip("|").split("|")] for line in part.splitlines()
+            if line.startswith("| ") and not line.startswith("| Phase")]
+
+
+def test_replay_markdown_of_a_text_log_shows_the_times_its_prefixes_give(capsys) -> None:
+    """A plain vLLM log (``INFO 11-05 03:21:41``: no year, no zone): the phases' starts and the fenced
+    lines' times are the ones the reader read, and what they lack is said once, in words."""
+    md = _replay_markdown(capsys, "vllm-fail-oom-01.log")
+    _matches("replay-vllm-fail-oom-text.md", md)
+    assert _timeline_rows(md) == [["Weight load", "Nov 05 03:21:41", "0s"], ["Init", "Nov 05 03:21:41", "11s"]]
+    assert "| Phase | Start (the log's clock) | Duration |" in md
+    assert md.count("it gives no time zone (they are the host's local time, which may not be UTC) and no year.") == 1
+    block = _fenced(md)
+    assert [line[:10] for line in block] == ["03:21:41  "] * 4 + ["03:21:52  "]
+    assert "--:--:--" not in md and " ? " not in md
+
+
+def test_replay_markdown_says_once_which_times_a_log_lacks(capsys) -> None:
+    # SGLang's full dates with no zone: the log's clock, with its year
+    sglang = _replay_markdown(capsys, "sglang-ok-01.log")
+    assert _timeline_rows(sglang)[0] == ["Starting", "2025-05-02 16:13:35", "7s"]
+    assert "it gives no time zone (they are the host's local time, which may not be UTC)." in sglang
+    # TGI's times end in Z: UTC, and nothing to say about them
+    tgi = _replay_markdown(capsys, "tgi-fail-oom-01.log")
+    assert "| Phase | Start (UTC) | Duration |" in tgi and "Times are as the log wrote them" not in tgi
+    assert _timeline_rows(tgi) == [["Weight load", "2024-06-17 13:18:04", "26s"]]
+    # a phase whose first line has no time: an empty cell, and one sentence (no column of ?)
+    python_h = _replay_markdown(capsys, "vllm-fail-pythonh-01.log")
+    assert _timeline_rows(python_h) == [["Weight load", "Feb 18 06:48:31", ""], ["Init", "", ""]]
+    assert python_h.count("No start time for Init: the log line that began it carries none") == 1
+    assert "a line with no time of its own shows none" in python_h
+    assert _fenced(python_h)[-1].startswith(" " * 10 + "/tmp/")  # the compiler's line has no time
+    # a log with no times at all: said once; the fence has no time column
+    llama = _replay_markdown(capsys, "llamacpp-fail-oom-01.log")
+    assert "No phase has a start time or a duration: the log's lines carry no times." in llama
+    assert "(the lines carry no times)" in llama and _fenced(llama)[0].startswith("print_info:")
+    for md in (sglang, tgi, python_h, llama):
+        assert "--:--:--" not in md and " ? " not in md
