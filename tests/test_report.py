@@ -281,3 +281,19 @@ def test_replay_markdown_says_once_which_times_a_log_lacks(capsys) -> None:
     assert "(the lines carry no times)" in llama and _fenced(llama)[0].startswith("print_info:")
     for md in (sglang, tgi, python_h, llama):
         assert "--:--:--" not in md and " ? " not in md
+
+
+async def test_the_footer_shows_c_copy_report_on_the_overview_and_the_detail_screen() -> None:
+    from textual.widgets._footer import FooterKey
+
+    clock = ManualClock(T0)
+    app = make_demo_app(clock=clock)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await advance_demo(app, clock, pilot, 30)
+        shown = {(k.key, k.description) for k in app.screen.query(FooterKey)}
+        assert ("c", "Copy report") in shown, shown
+        app.open_detail("gpu-node-1")
+        await pilot.pause()
+        assert isinstance(app.screen, DetailScreen)
+        shown = {(k.key, k.description) for k in app.screen.query(FooterKey)}
+        assert ("c", "Copy report") in shown, shown

@@ -90,6 +90,12 @@ class ModeFooter(Footer):
     off (``--read-only``, ``read_only = true``, every ``upwatch serve`` browser)."""
 
     DEFAULT_CSS = "ModeFooter > .mode { width: auto; margin: 0 1; color: $text-warning; }"
+    #: Narrower than this (columns), the keys are drawn compact (less space between them), so the
+    #: footer of the detail screen still ends with ``? Help`` at 80 columns.
+    COMPACT_BELOW = 120
+
+    def on_resize(self) -> None:
+        self.compact = self.size.width < self.COMPACT_BELOW
 
     def compose(self) -> ComposeResult:
         yield from super().compose()
@@ -103,7 +109,7 @@ class OverviewScreen(Screen[None]):
     # Arrow keys move between cards in the grid's own layout (CardGrid's bindings).
     BINDINGS = [
         Binding("enter", "open", "Details"),
-        Binding("c", "copy_report", "Copy report", show=False),
+        Binding("c", "copy_report", "Copy report"),
         *ACTION_BINDINGS,
     ]
 
@@ -211,7 +217,7 @@ class DetailScreen(Screen[None]):
         Binding("N", "prev_match", "Prev match", key_display="N"),
         Binding("e", "error", "Error"),
         Binding("f", "follow", "Follow"),
-        Binding("c", "copy_report", "Copy report", show=False),
+        Binding("c", "copy_report", "Copy report"),
         *ACTION_BINDINGS,
     ]
 
