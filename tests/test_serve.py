@@ -230,6 +230,18 @@ async def test_an_action_key_does_nothing_and_says_read_only(served: Served) -> 
             assert "Confirm" not in text and "Cancel" not in text, key  # no confirmation opened
 
 
+async def test_the_help_in_a_browser_offers_no_action(served: Served) -> None:
+    """``?`` in a browser session: no restart/stop/kill key, but that actions are off in this view
+    and how to get them (the app knows it runs on textual's web driver)."""
+    async with aiohttp.ClientSession() as http, viewer(http, served) as v:
+        await v.until(*DEMO_HOSTS)
+        v.stream = ""
+        await v.press("?")
+        text = await v.until("Actions are off in this view", "run upwatch in a terminal")
+        for line in ("restart the unit", "stop the unit", "SIGKILL"):
+            assert line not in text, line
+
+
 async def test_at_most_max_viewers_at_once() -> None:
     served = start_server("--demo", "--listen", "127.0.0.1:0", "--max-viewers", "2")
     try:

@@ -229,7 +229,7 @@ class UpwatchApp(App[None]):
         return text
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen(self.notifier.status_lines()))
+        self.push_screen(HelpScreen(self.notifier.status_lines(), read_only=self.actions.read_only, web=self.is_web))
 
     def action_toggle_dark(self) -> None:
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"

@@ -23,7 +23,7 @@ from widgets.log_pane import LogPane
 from widgets.overview import CardGrid
 from widgets.text import plain
 
-HELP = """\
+HELP_KEYS = """\
 upwatch: is the server up yet?
 
 Overview
@@ -34,7 +34,9 @@ Overview
   ?                this help
   t                light / dark theme
   q, ctrl+c        quit
+"""
 
+HELP_ACTIONS = """
 Actions (focused card, or the detail screen; each asks first,
 showing the exact command; escape or n cancels; off with --read-only)
   r                restart the unit
@@ -43,7 +45,22 @@ showing the exact command; escape or n cancels; off with --read-only)
   k                SIGKILL every process of the unit
   K                SIGKILL processes holding GPU memory outside the unit
   R                safe restart: stop, wait for free GPUs, start
+"""
 
+#: The help's actions part in a browser session (``upwatch serve``: always read-only).
+HELP_ACTIONS_OFF_WEB = """
+Actions are off in this view: a browser session of `upwatch serve`
+only watches. To restart, stop or kill, run upwatch in a terminal.
+"""
+
+#: The help's actions part when the actions are off in a terminal.
+HELP_ACTIONS_OFF = """
+Actions are off: upwatch runs read-only (--read-only, or
+read_only = true in the configuration). To restart, stop or kill,
+run upwatch without it.
+"""
+
+HELP_REST = """
 Detail screen
   /                filter the log (enter keeps it, escape clears it)
   n / N            next / previous line matching the filter
@@ -62,6 +79,13 @@ The card's first word is the worst that is true: FAILED, UNREACHABLE
 STALLED (no log line for minutes while loading), LOADING, READY, STOPPED.
 STALE: the host stopped answering; the card keeps the last known state.
 """
+
+
+def help_text(*, read_only: bool = False, web: bool = False) -> str:
+    """The help screen's text: the keys, the action keys (or, when the actions are off, that they
+    are and how to get them: in a browser ``web``, run upwatch in a terminal), the rest."""
+    actions = HELP_ACTIONS if not read_only else HELP_ACTIONS_OFF_WEB if web else HELP_ACTIONS_OFF
+    return HELP_KEYS + actions + HELP_REST
 
 
 def summary(states) -> str:
@@ -360,7 +384,8 @@ class DetailScreen(Screen[None]):
 
 
 class HelpScreen(ModalScreen[None]):
-    """The keys, and what the card shows."""
+    """The keys, and what the card shows; with ``read_only``, no action key, but that the actions
+    are off and how to get them (``web``: a browser session of ``upwatch serve``)."""
 
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
@@ -369,13 +394,15 @@ class HelpScreen(ModalScreen[None]):
     """
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
 
-    def __init__(self, notifications: list[str] | None = None) -> None:
+    def __init__(self, notifications: list[str] | None = None, *, read_only: bool = False, web: bool = False) -> None:
         super().__init__()
         self.notifications = list(notifications or ())
+        self.read_only = read_only
+        self.web = web
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():  # focused: up/down, page up/down, home/end scroll it
-            text = HELP
+            text = help_text(read_only=self.read_only, web=self.web)
             if self.notifications:
                 text += "\nNotifications not sent (the last failure per target)\n" + "".join(
                     f"  {line}\n" for line in self.notifications)
