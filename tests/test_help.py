@@ -19,7 +19,11 @@ async def _help_of(read_only: bool) -> str:
         await pilot.press("question_mark")
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
-        return str(app.screen.query_one(Static).render())
+        static = app.screen.query_one(Static)
+        text = str(static.render())
+        widest = max(len(line) for line in text.splitlines())
+        assert static.size.width >= widest, f"a help line of {widest} characters wraps in {static.size.width}"
+        return text
 
 
 async def test_help_lists_the_action_keys_when_the_actions_are_on() -> None:

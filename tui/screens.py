@@ -389,7 +389,7 @@ class HelpScreen(ModalScreen[None]):
 
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll { width: 77; height: auto; max-height: 90%; border: thick $accent;
+    HelpScreen > VerticalScroll { width: 81; height: auto; max-height: 90%; border: thick $accent;
                                   background: $surface; padding: 1 2; scrollbar-size-vertical: 1; }
     """
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
