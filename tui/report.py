@@ -8,14 +8,14 @@ readiness; what upwatch could not read (:attr:`HostState.knowledge`: nothing is 
 that was not seen); and the upwatch version. The dashboard's ``c`` key, ``upwatch report HOST``,
 ``upwatch replay LOG --markdown`` and the MCP ``report`` tool all print this one text.
 
-Pure: no I/O, no clock (``now`` and ``made_at`` are given). Every piece of host text goes through the one sanitiser
-(:func:`probes.hosttext.one_line`) and is then made inert for Markdown: in prose, every character
-Markdown could read as syntax is backslash-escaped (:func:`md_text`); host values stand in code
-spans (:func:`md_code`); log lines stand in a fenced block whose fence is longer than any run of
-backticks in them (:func:`fence_for`), so a line cannot end the block. Times are UTC, so a report
-reads the same wherever it is pasted (a saved text log's, when it gives no zone or no year, are its
-own clock, and the report says so once: :class:`LogTimes`); the time it was made is the real wall clock's (``made_at``),
-also when the data ran on another clock (the demo's).
+Pure: no I/O, no clock (``now`` and ``made_at`` are given). Every piece of host text goes through
+the one sanitiser (:func:`probes.hosttext.one_line`) and is then made inert for Markdown: in prose,
+every character Markdown could read as syntax is backslash-escaped (:func:`md_text`); host values
+stand in code spans (:func:`md_code`); log lines stand in a fenced block whose fence is longer than
+any run of backticks in them (:func:`fence_for`), so a line cannot end the block. Times are UTC, so
+a report reads the same wherever it is pasted (a saved text log's, when it gives no zone or no
+year, are its own clock, and the report says so once: :class:`LogTimes`); the time it was made is
+the real wall clock's (``made_at``), also when the data ran on another clock (the demo's).
 """
 
 from __future__ import annotations
