@@ -205,6 +205,28 @@ async def test_first_line_is_the_url_with_a_token_and_every_request_needs_it(ser
         assert refused.value.status == 403
 
 
+#: A URL with a scheme and a host, as a page could load from (``src=``, ``href=``, ``url(...)``, ``@import``).
+_URL_RE = re.compile(r"\b(?:https?|wss?):(?://|\\/\\/)([^/\s\"'<>)\\]+)", re.I)
+
+
+async def test_the_page_loads_nothing_from_another_origin(served: Served) -> None:
+    """The page names no URL of another host (stock textual-serve's linked Google Fonts), and the
+    scripts and styles it loads are this server's own."""
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+        async with http.get(served.url) as r:
+            assert r.status == 200
+            page = await r.text()
+        own_host = served.base.removeprefix("http://")
+        assert set(_URL_RE.findall(page)) == {own_host}, _URL_RE.findall(page)  # only the websocket's
+        assert "fonts.googleapis.com" not in page and "<title>upwatch demo</title>" in page
+        assert "default-src 'self'" in r.headers["Content-Security-Policy"]  # and the browser enforces it
+        loads = re.findall(r'(?:src|href)="([^"]*)"', page)
+        assert loads and all(u.startswith("/static/") for u in loads), loads
+        for url in loads:
+            async with http.get(served.base + url) as r:
+                assert r.status == 200, url
+
+
 async def test_a_websocket_from_another_origin_is_refused(served: Served) -> None:
     async with aiohttp.ClientSession() as http:
         for origin in ("https://evil.example", "null", served.base.replace("127.0.0.1", "localhost"),
@@ -228,6 +250,18 @@ async def test_an_action_key_does_nothing_and_says_read_only(served: Served) -> 
             await v.press(key)
             text = await v.until(READ_ONLY)
             assert "Confirm" not in text and "Cancel" not in text, key  # no confirmation opened
+
+
+async def test_the_help_in_a_browser_offers_no_action(served: Served) -> None:
+    """``?`` in a browser session: no restart/stop/kill key, but that actions are off in this view
+    and how to get them (the app knows it runs on textual's web driver)."""
+    async with aiohttp.ClientSession() as http, viewer(http, served) as v:
+        await v.until(*DEMO_HOSTS)
+        v.stream = ""
+        await v.press("?")
+        text = await v.until("Actions are off in this view", "run upwatch in a terminal")
+        for line in ("restart the unit", "stop the unit", "SIGKILL"):
+            assert line not in text, line
 
 
 async def test_at_most_max_viewers_at_once() -> None:
@@ -415,14 +449,20 @@ async def test_in_a_browser_through_a_tunnel(served: Served) -> None:
         browser = await p.chromium.launch(executable_path=CHROMIUM, headless=True, args=_CHROMIUM_ARGS)
         try:
             pages = []
+            requested: list[str] = []  # every URL the pages asked for (the page, its files, the websocket)
             for _ in range(2):
                 context = await browser.new_context(viewport={"width": 1280, "height": 800})
                 page = await context.new_page()
+                page.on("request", lambda request: requested.append(request.url))
+                page.on("websocket", lambda ws: requested.append(ws.url))
+                page.on("console", lambda m: requested.append("console: " + m.text) if "Content Security" in m.text else None)
                 await page.add_init_script(_TAP)
                 await page.goto(f"{local}/?token={served.token}")
                 pages.append(page)
             texts = [await _page_until(page, *DEMO_HOSTS, "read-only") for page in pages]
             assert all(all(h in t for h in DEMO_HOSTS) for t in texts)
+            own = (local + "/", local.replace("http://", "ws://") + "/")
+            assert requested and [u for u in requested if not u.startswith(own)] == [], requested
             await pages[0].wait_for_selector("body.-first-byte")
             await pages[0].wait_for_timeout(500)  # the terminal's 0.3 s fade-in
             rendered = await pages[0].screenshot()

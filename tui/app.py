@@ -56,9 +56,11 @@ class UpwatchApp(App[None]):
                  *, start_watchers: bool = True,
                  gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None = None,
                  read_only: bool | None = None, audit: AuditLog | None | str = "default",
-                 history: History | None | str = "default") -> None:
+                 history: History | None | str = "default", demo: bool = False) -> None:
         super().__init__()
         self.config = config
+        #: The hosts are the demo's simulated ones, on the demo's clock (the report says so).
+        self.demo = demo
         self.clock = clock or WallClock()
         self.title = one_line(config.title)
         #: The screen's one "now" (epoch seconds): every snapshot is judged at it (see the module doc).
@@ -211,8 +213,14 @@ class UpwatchApp(App[None]):
         judged at :attr:`now`) to the clipboard through the terminal (OSC 52) and say so in a toast.
         Returns the text copied."""
         from tui.host_report import watcher_report
+        from tui.report import utc
 
-        text = watcher_report(self.watchers[host], self.now, source="copied from the upwatch dashboard")
+        if self.demo:
+            source = ("copied from the upwatch demo: simulated hosts, not real ones; its times are the demo's "
+                      f"own clock, which read {utc(self.now)}")
+        else:
+            source = "copied from the upwatch dashboard"
+        text = watcher_report(self.watchers[host], self.now, source=source)
         self.copy_to_clipboard(text)
         n = text.count("\n")
         self.notify(f"Copied the report of {host} to the clipboard (Markdown, {n} lines; through the "
@@ -221,7 +229,7 @@ class UpwatchApp(App[None]):
         return text
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen(self.notifier.status_lines()))
+        self.push_screen(HelpScreen(self.notifier.status_lines(), read_only=self.actions.read_only, web=self.is_web))
 
     def action_toggle_dark(self) -> None:
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
@@ -231,7 +239,7 @@ def make_app(config: Config, runner_factory: RunnerFactory, clock: Clock | None 
              *, start_watchers: bool = True,
              gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None = None,
              read_only: bool | None = None, audit: AuditLog | None | str = "default",
-             history: History | None | str = "default") -> UpwatchApp:
+             history: History | None | str = "default", demo: bool = False) -> UpwatchApp:
     """Build the dashboard for the CLI, the tests and the screenshot script alike.
 
     Args:
@@ -245,7 +253,9 @@ def make_app(config: Config, runner_factory: RunnerFactory, clock: Clock | None 
             ``$UPWATCH_DATA_DIR`` overrides), an :class:`~probes.store.audit.AuditLog`, or None (none).
         history: the start history (durations, ETA): ``"default"`` (``history.sqlite3`` in the
             user data folder), a :class:`~probes.store.history.History`, or None (none: the demo).
+        demo: the hosts are the demo's simulated ones (:mod:`tui.demo_app`): the reports ``c``
+            copies say so, and that their times are the demo's clock.
     """
     return UpwatchApp(config, runner_factory, clock, start_watchers=start_watchers,
                       gpu_source_factory=gpu_source_factory, read_only=read_only, audit=audit,
-                      history=history)
+                      history=history, demo=demo)

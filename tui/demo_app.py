@@ -78,7 +78,7 @@ def make_demo_app(speed: float = 10.0, clock: Clock | None = None, start: float 
     config = Config(hosts=tuple(HostSpec(s.host, s.unit, s.port, s.engine) for s in scenarios.values()),
                     title="upwatch demo")
     return make_app(config, lambda spec: ReplayRunner(scenarios[spec.name], clock, start=t0), clock,
-                    read_only=read_only, audit=None, history=history)
+                    read_only=read_only, audit=None, history=history, demo=True)
 
 
 async def advance_demo(app: UpwatchApp, clock, pilot, seconds: float, *, host: str | None = None,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sys
 import tempfile
 import time
@@ -24,6 +25,8 @@ from probes.fold.model import iso_to_epoch
 from probes.fold.verdict import verdict_for
 from probes.hosttext import one_line
 from probes.logs.journal_json import RecordError, is_journal_json, parse_record
+from probes.logs.logline import parse as parse_line
+from probes.logs.timeline import Mark, resolve
 from probes.sources.nvml import NvmlSource
 from probes.sources.logfile import LogReadError, iter_lines
 from probes.spec import HostSpec
@@ -31,15 +34,17 @@ from probes.transport.runner import Runner
 from probes.watch.watcher import HostWatcher
 from tui.config import Config
 from tui.replay import found_start
-from tui.report import CONTEXT_LINES, markdown_report
+from tui.report import CONTEXT_LINES, UTC_TIMES, LogTimes, markdown_report
 from tui.status import EXIT_OK, EXIT_UNREACHABLE, look_once, not_seen, quiet_stdout
 
 
-def watcher_report(w: HostWatcher, now: float, source: str = "") -> str:
-    """The Markdown report of a watched host, judged at ``now`` (epoch seconds), with the log
-    entries the watcher still keeps around its decisive line."""
+def watcher_report(w: HostWatcher, now: float, source: str = "", made_at: float | None = None) -> str:
+    """The Markdown report of a watched host, judged at ``now`` (epoch seconds on the watcher's
+    clock), with the log entries the watcher still keeps around its decisive line; stamped with
+    ``made_at`` (epoch seconds; default: the real wall clock now)."""
     s = w.state(now)
-    return markdown_report(s, context_of(w, s), now=now, source=source)
+    return markdown_report(s, context_of(w, s), now=now, made_at=time.time() if made_at is None else made_at,
+                           source=source)
 
 
 def context_of(w: HostWatcher, s: HostState) -> list[LogEntry]:
@@ -86,31 +91,63 @@ def run_report(config: Config, *, timeout_s: float, out: IO[str], err: IO[str] |
 def replay_report(path: str, reading: Reading, *, name: str, unit: str | None, now: float | None = None) -> str:
     """``upwatch replay LOG --markdown``: the report of a saved log that has been read into
     ``reading`` (:func:`probes.sources.logfile.read_path`), with the lines before its decisive line
-    read again from ``path`` (a regular file; see :func:`spooled`).
+    read again from ``path`` (a regular file; see :func:`spooled`), each with the time its prefix
+    gives (as the reader reads it). The times are UTC when the log says so (a journal, a ``Z`` or
+    an offset on every time); else they are the log's own clock, and the report says so.
 
     Args:
         path: the log file. reading: what the reader made of it. name: how to name the log (its
             path as given). unit: the unit its entries were kept for (journal input), or None.
-        now: the report's time (default: the log's last phase time, else the wall clock).
+        now: the report's "so far" time, on the log's clock (default: the log's last phase time,
+            else the wall clock).
     """
-    s = reading_state(reading, name=name, unit=unit)
     found = found_start(reading)
-    line = s.error or s.suspect
-    entries = list(_lines_around(path, line.line)) if line is not None else []
+    line = reading.error or reading.suspect
+    around = list(_lines_around(path, line.line)) if line is not None else []
+    phase_times = [m.time for m in reading.phases if m.time is not None] if found else []
+    times = log_times(phase_times or [t for _, t in around if t is not None])
+    s = reading_state(reading, name=name, unit=unit, times=times)
+    entries = [e if t is None else replace(e, time=log_epoch(t, times)) for e, t in around]
     if now is None:
-        times = [sp.began for sp in s.phases if sp.began is not None]
-        now = max(times) if times else time.time()
+        began = [sp.began for sp in s.phases if sp.began is not None]
+        now = max(began) if began else time.time()
     what = "" if found else " (no server start found in it: is it the right file?)"
-    return markdown_report(s, entries, now=now, source=f"saved log {name}{what}, read by upwatch replay")
+    return markdown_report(s, entries, now=now, made_at=time.time(), times=times,
+                           source=f"saved log {name}{what}, read by upwatch replay")
 
 
-def reading_state(reading: Reading, *, name: str, unit: str | None) -> HostState:
+# The end of a time that names its zone: ``Z``, ``+02:00``, ``-0500``.
+_ZONE_RE = re.compile(r"(Z|[+-]\d\d:?\d\d)$")
+#: The year a date without one is read in (a leap year, as the reader's: 29 February exists).
+STAND_IN_YEAR = 2000
+
+
+def log_times(texts: list[str]) -> LogTimes:
+    """What a saved log's times are, from the reader's ISO texts of them
+    (:attr:`~probes.data.reading.PhaseMark.time`: ``2025-05-02T16:13:35``, ``--11-05T03:21:41``,
+    ``2024-06-17T13:18:04Z``): UTC only when every one names its zone; a year when none lacks one.
+    No times at all: UTC (nothing is shown in them)."""
+    return LogTimes(zone=all(_ZONE_RE.search(t) for t in texts), year=not any(t.startswith("--") for t in texts))
+
+
+def log_epoch(text: str, times: LogTimes) -> float | None:
+    """A time the reader read from a log (its ISO text) as the report's seconds: the instant when
+    ``times.zone``; else the clock face as if it were UTC, its zone (when one line gave it) left
+    out; :data:`STAND_IN_YEAR` for a date with no year. None for a date that does not exist."""
+    if text.startswith("--"):
+        text = f"{STAND_IN_YEAR}{text[1:]}"  # --11-05T03:21:41 -> 2000-11-05T03:21:41
+    return iso_to_epoch(text if times.zone else _ZONE_RE.sub("", text))
+
+
+def reading_state(reading: Reading, *, name: str, unit: str | None, times: LogTimes = UTC_TIMES) -> HostState:
     """A saved log's :class:`~probes.data.reading.Reading` as the :class:`HostState` a report is
     made of: what the log says (engine, state, phases, decisive line, restarts), with only the
     journal read: the unit's state, GPUs and health were never looked at (their knowledge says
-    ``never``, so the report says so). The verdict is judged at the log's last phase time."""
+    ``never``, so the report says so). Phase times are read as ``times`` says (:func:`log_epoch`).
+    The verdict is judged at the log's last phase time."""
     found = found_start(reading)  # else the reader's "a start not yet begun": none, in a log that ended
-    spans = [PhaseSpan(m.phase, iso_to_epoch(m.time), m.duration_s, m.text) for m in reading.phases] if found else []
+    spans = [PhaseSpan(m.phase, None if m.time is None else log_epoch(m.time, times), m.duration_s, m.text)
+             for m in reading.phases] if found else []
     last = next((sp.began for sp in reversed(spans) if sp.began is not None), None)
     s = HostState(
         host=name, unit=unit or "(a saved log)", engine=reading.engine,
@@ -127,9 +164,11 @@ def reading_state(reading: Reading, *, name: str, unit: str | None) -> HostState
     return replace(s, verdict=verdict_for(s, last if last is not None else 0.0))
 
 
-def _lines_around(path: str, seq: int) -> Iterator[LogEntry]:
+def _lines_around(path: str, seq: int) -> Iterator[tuple[LogEntry, str | None]]:
     """The physical lines ``seq - CONTEXT_LINES`` .. ``seq`` of a saved log, numbered as the reader
-    numbers them (a journal's line is one record: its message and time)."""
+    numbers them (a journal's line is one record: its message and time), each with the time its
+    text's prefix gives as the reader writes it (``--11-05T03:21:41``; None for a journal record,
+    whose entry has its time, and for a line with none)."""
     first = seq - CONTEXT_LINES
     try:
         with open(path, "rb") as f:
@@ -149,7 +188,7 @@ def _lines_around(path: str, seq: int) -> Iterator[LogEntry]:
         return  # read once already; if it went since, the report says the lines are not kept
 
 
-def _entry(lineno: int, raw: bytes, journal: bool) -> LogEntry:
+def _entry(lineno: int, raw: bytes, journal: bool) -> tuple[LogEntry, str | None]:
     if journal and raw.strip() and not raw.startswith(b"-- "):
         try:
             rec = parse_record(raw)
@@ -157,8 +196,11 @@ def _entry(lineno: int, raw: bytes, journal: bool) -> LogEntry:
             pass
         else:
             t = rec.realtime_us / 1e6 if rec.realtime_us is not None else None
-            return LogEntry(lineno, t, rec.text, rec.systemd)
-    return LogEntry(lineno, None, raw.decode("utf-8", "replace"))  # the report sanitises it
+            return LogEntry(lineno, t, rec.text, rec.systemd), None
+    text = raw.decode("utf-8", "replace")  # the report sanitises it
+    stamp = parse_line(lineno, one_line(text)).stamp  # the prefix of the line as shown (its last frame)
+    resolved = resolve(Mark("", lineno, "", stamp, None)) if stamp is not None else None
+    return LogEntry(lineno, None, text), resolved[0] if resolved is not None else None
 
 
 #: The most bytes of standard input kept for ``replay - --markdown`` (:func:`spooled`).

@@ -8,12 +8,14 @@ readiness; what upwatch could not read (:attr:`HostState.knowledge`: nothing is 
 that was not seen); and the upwatch version. The dashboard's ``c`` key, ``upwatch report HOST``,
 ``upwatch replay LOG --markdown`` and the MCP ``report`` tool all print this one text.
 
-Pure: no I/O, no clock (``now`` is given). Every piece of host text goes through the one sanitiser
-(:func:`probes.hosttext.one_line`) and is then made inert for Markdown: in prose, every character
-Markdown could read as syntax is backslash-escaped (:func:`md_text`); host values stand in code
-spans (:func:`md_code`); log lines stand in a fenced block whose fence is longer than any run of
-backticks in them (:func:`fence_for`), so a line cannot end the block. Times are UTC, so a report
-reads the same wherever it is pasted.
+Pure: no I/O, no clock (``now`` and ``made_at`` are given). Every piece of host text goes through
+the one sanitiser (:func:`probes.hosttext.one_line`) and is then made inert for Markdown: in prose,
+every character Markdown could read as syntax is backslash-escaped (:func:`md_text`); host values
+stand in code spans (:func:`md_code`); log lines stand in a fenced block whose fence is longer than
+any run of backticks in them (:func:`fence_for`), so a line cannot end the block. Times are UTC, so
+a report reads the same wherever it is pasted (a saved text log's, when it gives no zone or no
+year, are its own clock, and the report says so once: :class:`LogTimes`); the time it was made is
+the real wall clock's (``made_at``), also when the data ran on another clock (the demo's).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from probes.data.events import CONNECTION_KINDS
 from probes.data.state import HostState, LogEntry
@@ -32,7 +35,9 @@ from widgets.fmt import PHASE_LABELS, RUNG_WORDS
 
 #: How many log lines before the decisive line the report shows.
 CONTEXT_LINES = 10
-#: The longest log line shown in the fenced block, in characters (a longer one ends with ``…``).
+#: The longest context line (one before the decisive line) shown in the fenced block, in characters:
+#: a longer one ends with ``…`` and the report names it under the block. The decisive line itself is
+#: always shown whole.
 LINE_CHARS = 500
 #: The longest piece of host text shown in prose, in characters.
 TEXT_CHARS = 300
@@ -87,8 +92,49 @@ def _clock(t: float | None) -> str:
     return time.strftime("%H:%M:%S", time.gmtime(t)) if t is not None else "--:--:--"
 
 
-def _span(seconds: float | None) -> str:
-    return fmt_span(seconds) if seconds is not None else "?"
+@dataclass(frozen=True, slots=True)
+class LogTimes:
+    """How the report writes the times of the log (the phases' starts, the fenced lines' times).
+
+    A watcher's times are real instants (the journal's ``__REALTIME_TIMESTAMP``), written in UTC. A
+    saved text log's are what its line prefixes say, which may give no time zone (SGLang's
+    ``[2025-05-02 16:13:35]``: the host's local time) or no year (vLLM's ``INFO 11-05 03:21:41``):
+    then the seconds are the log's own clock face read as if it were UTC (so the digits come back as
+    written), with a stand-in year when the log gives none, and the report says so once.
+
+    Attributes:
+        zone: the times are real instants (UTC); False: the log's own clock, zone unknown.
+        year: the dates have their year; False: month and day only are shown.
+    """
+
+    zone: bool = True
+    year: bool = True
+
+    def stamp(self, t: float) -> str:
+        """``2025-05-02 16:13:35``, or ``Nov 05 03:21:41`` without the year (UTC digits of ``t``)."""
+        return time.strftime("%Y-%m-%d %H:%M:%S" if self.year else "%b %d %H:%M:%S", time.gmtime(t))
+
+    def clock(self, t: float) -> str:
+        """``03:21:41``."""
+        return time.strftime("%H:%M:%S", time.gmtime(t))
+
+    @property
+    def column(self) -> str:
+        """What the times are, for a column heading: ``UTC``, ``the log's clock``."""
+        return "UTC" if self.zone else "the log's clock"
+
+    def note(self) -> str:
+        """The sentence said once when the times are not plain UTC dates, else ""."""
+        missing = [w for w, known in (("no time zone (they are the host's local time, which may not be UTC)",
+                                       self.zone), ("no year", self.year)) if not known]
+        if not missing:
+            return ""
+        what = "Times are as the log wrote them: it gives " if not self.zone else "The log gives "
+        return what + " and ".join(missing) + "."
+
+
+#: A watcher's times: real instants, in UTC.
+UTC_TIMES = LogTimes()
 
 
 def context_entries(s: HostState, entries: Sequence[LogEntry], before: int = CONTEXT_LINES) -> list[LogEntry]:
@@ -112,27 +158,32 @@ def _decisive(s: HostState) -> tuple[int, str, str] | None:
     return None
 
 
-def markdown_report(s: HostState, entries: Sequence[LogEntry], *, now: float, source: str = "",
-                    version: str = __version__) -> str:
+def markdown_report(s: HostState, entries: Sequence[LogEntry], *, now: float, made_at: float,
+                    source: str = "", times: LogTimes = UTC_TIMES, version: str = __version__) -> str:
     """The report of one host in Markdown (GitHub-flavoured), ending with a newline.
 
     Args:
         s: the host's snapshot (its verdict as judged at ``now``).
         entries: log entries the caller has (any range; those of :func:`context_entries` are shown).
-        now: epoch seconds: when the report is made (shown, and the "for" of ticking durations).
-        source: where the data came from, shown under the title (``live over SSH``, ``saved log
-            FILE``); "" shows nothing.
+        now: epoch seconds on the host's clock (the watcher's clock: the demo's is sped up; a saved
+            log's last time): the "so far" of the current phase's duration.
+        made_at: epoch seconds, the real wall-clock time the report is made (shown under the
+            title, whatever clock the data ran on).
+        source: where the data came from, shown under the title before the time it was made
+            (``copied from the upwatch dashboard``, ``saved log FILE``).
+        times: what the times of the phases and of the log lines are (:class:`LogTimes`; a saved
+            text log's may be its own clock, with no zone or year).
         version: the upwatch version shown at the end.
 
     Returns:
         The Markdown text. Only sanitised host text is in it, and none of it can act as Markdown.
     """
     out: list[str] = [f"## upwatch report: {md_text(s.host)}", ""]
-    if source:
-        out += [f"_{md_text(source)}, {utc(now)}_", ""]
+    made = f"made {utc(made_at)}"
+    out += [f"_{md_text(source) + '; ' if source else ''}{md_text(made)}_", ""]
     out += _summary(s)
-    out += _timeline(s, now)
-    out += _decisive_block(s, entries)
+    out += _timeline(s, now, times)
+    out += _decisive_block(s, entries, times)
     out += _unseen(s)
     out += ["", f"upwatch {md_text(version)}"]
     return "\n".join(out) + "\n"
@@ -235,44 +286,88 @@ def _gpus(s: HostState) -> list[str]:
     return rows
 
 
-def _timeline(s: HostState, now: float) -> list[str]:
+def _timeline(s: HostState, now: float, times: LogTimes) -> list[str]:
     out = ["", "### Phase timeline", ""]
     if not s.phases:
         return out + ["No phase of a start was read from the log."]
-    out += ["| Phase | Start (UTC) | Duration |", "|---|---|---|"]
+    if times.note():
+        out += [times.note(), ""]
+    out += [f"| Phase | Start ({times.column}) | Duration |" if any(sp.began is not None for sp in s.phases)
+            else "| Phase | Start | Duration |", "|---|---|---|"]
     last = len(s.phases) - 1
+    untimed: list[str] = []
     for i, sp in enumerate(s.phases):
         label = PHASE_LABELS.get(sp.phase, sp.phase)
+        if sp.began is None:
+            untimed.append(label)
         if sp.duration_s is not None:
-            dur = _span(sp.duration_s)
+            dur = fmt_span(sp.duration_s)
         elif i == last and sp.phase != "ready" and s.state == "loading" and sp.began is not None:
-            dur = f"{_span(now - sp.began)} so far"
+            dur = f"{fmt_span(now - sp.began)} so far"
         else:
-            dur = "" if sp.phase == "ready" or i == last else "?"
-        began = utc(sp.began).removesuffix(" UTC")  # the column says UTC
+            dur = ""  # the start's end, or a time missing at either end (said under the table)
+        began = times.stamp(sp.began) if sp.began is not None else ""
         out.append(f"| {label} | {began} | {dur} |")
+    if len(untimed) == len(s.phases):
+        out += ["", "No phase has a start time or a duration: the log's lines carry no times."]
+    elif untimed:
+        out += ["", f"No start time for {_words_list(untimed)}: the log line that began "
+                    f"{'it' if len(untimed) == 1 else 'each'} carries none (a duration needs the times at both ends)."]
     return out
 
 
-def _decisive_block(s: HostState, entries: Sequence[LogEntry]) -> list[str]:
+def _words_list(words: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _decisive_block(s: HostState, entries: Sequence[LogEntry], times: LogTimes) -> list[str]:
+    """The decisive (or suspect) line in a fenced block, whole (sanitised), after the log lines
+    before it (each at most :data:`LINE_CHARS`; a sentence under the block names those shortened),
+    each with its time when it has one."""
     line = _decisive(s)
     if line is None:
         return ["", "### Decisive line", "", "None: no line of this start looks like a failure."]
     seq, text, what = line
-    when = f", {utc(s.failed_at)}" if s.error is not None and s.failed_at is not None else ""
+    when = ""
+    if s.error is not None and s.failed_at is not None:
+        when = f", {times.stamp(s.failed_at)}{' UTC' if times.zone else ''}"
     out = ["", f"### {what[0].upper()}{what[1:]} (log line {seq}{when})", ""]
     shown = context_entries(s, entries)
     if not shown:
-        return out + [f"{md_code(text, max_chars=LINE_CHARS)}", "",
+        whole = one_line(text)
+        fence = fence_for([whole])
+        return out + [f"{fence}text", whole, fence, "",
                       "(the lines before it are not at hand: no longer kept, or not read again from a binary journal file)"]
-    body = [f"{_clock(e.time)}  {one_line(e.text, max_chars=LINE_CHARS)}" for e in shown]
-    if shown[-1].seq != seq:
-        body.append(f"{'?':>8}  {one_line(text, max_chars=LINE_CHARS)}")
+    own = shown[-1] if shown[-1].seq == seq else LogEntry(seq, None, text)
+    rows: list[tuple[float | None, str]] = []
+    shortened: list[tuple[int, int]] = []  # (log line, its length) of the context lines cut
+    for e in shown:
+        if e.seq == seq:
+            continue
+        full = one_line(e.text)
+        if len(full) > LINE_CHARS:
+            shortened.append((e.seq, len(full)))
+        rows.append((e.time, one_line(full, max_chars=LINE_CHARS)))
+    rows.append((own.time, one_line(own.text)))
+    timed = sum(t is not None for t, _ in rows)
+    if timed:
+        body = [f"{times.clock(t) if t is not None else '':<8}  {shown_text}" for t, shown_text in rows]
+    else:
+        body = [shown_text for _, shown_text in rows]
     fence = fence_for(body)
-    before = len(shown) - 1 if shown[-1].seq == seq else len(shown)
-    out.append(f"The {before} log line{'' if before == 1 else 's'} before it, then the line (times UTC):")
+    before = len(rows) - 1
+    about = (("times UTC" if times.zone else "times on the log's clock")
+             + ("" if timed == len(rows) else "; a line with no time of its own shows none")
+             if timed else "the lines carry no times")
+    out.append(f"The {before} log line{'' if before == 1 else 's'} before it, then the line ({about}):")
     out.append("")
-    return out + [f"{fence}text", *body, fence]
+    out += [f"{fence}text", *body, fence]
+    if shortened:
+        cut = ", ".join(f"{n} ({length} characters)" for n, length in shortened)
+        out += ["", f"Shortened to {LINE_CHARS} characters (ending in …): log line{'' if len(shortened) == 1 else 's'} "
+                    f"{cut}. The decisive line is whole."]
+    return out
 
 
 def _status_words(status: str, why: str) -> str:

@@ -23,7 +23,7 @@ from widgets.log_pane import LogPane
 from widgets.overview import CardGrid
 from widgets.text import plain
 
-HELP = """\
+HELP_KEYS = """\
 upwatch: is the server up yet?
 
 Overview
@@ -34,7 +34,9 @@ Overview
   ?                this help
   t                light / dark theme
   q, ctrl+c        quit
+"""
 
+HELP_ACTIONS = """
 Actions (focused card, or the detail screen; each asks first,
 showing the exact command; escape or n cancels; off with --read-only)
   r                restart the unit
@@ -43,7 +45,22 @@ showing the exact command; escape or n cancels; off with --read-only)
   k                SIGKILL every process of the unit
   K                SIGKILL processes holding GPU memory outside the unit
   R                safe restart: stop, wait for free GPUs, start
+"""
 
+#: The help's actions part in a browser session (``upwatch serve``: always read-only).
+HELP_ACTIONS_OFF_WEB = """
+Actions are off in this view: a browser session of `upwatch serve`
+only watches. To restart, stop or kill, run upwatch in a terminal.
+"""
+
+#: The help's actions part when the actions are off in a terminal.
+HELP_ACTIONS_OFF = """
+Actions are off: upwatch runs read-only (--read-only, or
+read_only = true in the configuration). To restart, stop or kill,
+run upwatch without it.
+"""
+
+HELP_REST = """
 Detail screen
   /                filter the log (enter keeps it, escape clears it)
   n / N            next / previous line matching the filter
@@ -62,6 +79,13 @@ The card's first word is the worst that is true: FAILED, UNREACHABLE
 STALLED (no log line for minutes while loading), LOADING, READY, STOPPED.
 STALE: the host stopped answering; the card keeps the last known state.
 """
+
+
+def help_text(*, read_only: bool = False, web: bool = False) -> str:
+    """The help screen's text: the keys, the action keys (or, when the actions are off, that they
+    are and how to get them: in a browser ``web``, run upwatch in a terminal), the rest."""
+    actions = HELP_ACTIONS if not read_only else HELP_ACTIONS_OFF_WEB if web else HELP_ACTIONS_OFF
+    return HELP_KEYS + actions + HELP_REST
 
 
 def summary(states) -> str:
@@ -90,6 +114,12 @@ class ModeFooter(Footer):
     off (``--read-only``, ``read_only = true``, every ``upwatch serve`` browser)."""
 
     DEFAULT_CSS = "ModeFooter > .mode { width: auto; margin: 0 1; color: $text-warning; }"
+    #: Narrower than this (columns), the keys are drawn compact (less space between them), so the
+    #: footer of the detail screen still ends with ``? Help`` at 80 columns.
+    COMPACT_BELOW = 120
+
+    def on_resize(self) -> None:
+        self.compact = self.size.width < self.COMPACT_BELOW
 
     def compose(self) -> ComposeResult:
         yield from super().compose()
@@ -103,7 +133,7 @@ class OverviewScreen(Screen[None]):
     # Arrow keys move between cards in the grid's own layout (CardGrid's bindings).
     BINDINGS = [
         Binding("enter", "open", "Details"),
-        Binding("c", "copy_report", "Copy report", show=False),
+        Binding("c", "copy_report", "Copy report"),
         *ACTION_BINDINGS,
     ]
 
@@ -211,7 +241,7 @@ class DetailScreen(Screen[None]):
         Binding("N", "prev_match", "Prev match", key_display="N"),
         Binding("e", "error", "Error"),
         Binding("f", "follow", "Follow"),
-        Binding("c", "copy_report", "Copy report", show=False),
+        Binding("c", "copy_report", "Copy report"),
         *ACTION_BINDINGS,
     ]
 
@@ -354,22 +384,25 @@ class DetailScreen(Screen[None]):
 
 
 class HelpScreen(ModalScreen[None]):
-    """The keys, and what the card shows."""
+    """The keys, and what the card shows; with ``read_only``, no action key, but that the actions
+    are off and how to get them (``web``: a browser session of ``upwatch serve``)."""
 
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll { width: 77; height: auto; max-height: 90%; border: thick $accent;
+    HelpScreen > VerticalScroll { width: 81; height: auto; max-height: 90%; border: thick $accent;
                                   background: $surface; padding: 1 2; scrollbar-size-vertical: 1; }
     """
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
 
-    def __init__(self, notifications: list[str] | None = None) -> None:
+    def __init__(self, notifications: list[str] | None = None, *, read_only: bool = False, web: bool = False) -> None:
         super().__init__()
         self.notifications = list(notifications or ())
+        self.read_only = read_only
+        self.web = web
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():  # focused: up/down, page up/down, home/end scroll it
-            text = HELP
+            text = help_text(read_only=self.read_only, web=self.web)
             if self.notifications:
                 text += "\nNotifications not sent (the last failure per target)\n" + "".join(
                     f"  {line}\n" for line in self.notifications)

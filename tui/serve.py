@@ -13,6 +13,9 @@ and wraps them so that:
   :func:`hmac.compare_digest`) or the cookie that page sets (HttpOnly, SameSite=Strict); without it
   403; the websocket's ``Origin`` must be the page's own (``http://`` + the request's Host);
 * the static files are served without a directory listing; no download route;
+* the page is textual-serve's with what it loaded from another origin taken out (Google Fonts:
+  the font falls back to a local monospace one; ``serve_templates/index.html``), so a page served
+  by upwatch loads nothing but this server's own files;
 * the page's websocket URL is built from the request's Host header, so a tunnel's local port works;
 * every app process runs the dashboard with ``--read-only`` (:mod:`tui.serve_app`), at most
   ``max_viewers`` at once (then 503);
@@ -48,6 +51,9 @@ from tui.serve_app import WATCH_FD_ENV
 
 #: The folder holding the ``tui`` package: the apps run there, so ``-m tui.serve_app`` is this code.
 _PACKAGE_ROOT = str(Path(tui.__file__).resolve().parent.parent)
+#: The page's template: textual-serve's, but loading nothing from another origin (no Google Fonts).
+TEMPLATES = Path(__file__).resolve().parent / "serve_templates"
+PAGE = "index.html"
 #: ``--listen`` when not given.
 DEFAULT_LISTEN = "127.0.0.1:8765"
 #: ``--max-viewers`` when not given.
@@ -181,7 +187,7 @@ class ViewerServer(Server):
 
     async def _make_app(self) -> web.Application:
         app = web.Application(middlewares=[self._guard])
-        aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(self.templates_path))
+        aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True)
         app.add_routes([
             web.get("/", self.handle_index, name="index"),
             web.get("/ws", self.handle_websocket, name="websocket"),
@@ -200,7 +206,14 @@ class ViewerServer(Server):
             "config": {"static": {"url": "/static/"}},
             "application": {"name": self.title},
         }
-        response = aiohttp_jinja2.render_template("app_index.html", request, context)
+        response = aiohttp_jinja2.render_template(PAGE, request, context)
+        # The browser itself refuses anything from another origin (the page's inline script and
+        # styles are textual-serve's; the websocket is this server's).
+        ws_origin = f"{'wss' if request.secure else 'ws'}://{request.host}"
+        response.headers["Content-Security-Policy"] = (
+            f"default-src 'self'; connect-src 'self' {ws_origin}; script-src 'self' 'unsafe-inline'; "
+            "style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; "
+            "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
         response.set_cookie(self.cookie, self.token, httponly=True, samesite="Strict", path="/")
         return response
 
