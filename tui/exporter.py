@@ -9,7 +9,8 @@ between two events, never while one is applied: ``GET /metrics`` answers the Pro
 format, or OpenMetrics when the ``Accept`` header asks for it (``application/openmetrics-text``);
 ``GET /`` a line naming ``/metrics``; anything else 404 (a method other than GET or HEAD: 405).
 
-It listens on 127.0.0.1 unless ``--listen`` names another address. It runs until SIGINT or
+It listens on 127.0.0.1 unless ``--listen`` names another address (:func:`tui.listen.parse_listen`:
+``PORT`` and ``:PORT`` are 127.0.0.1 too). It runs until SIGINT or
 SIGTERM and then ends every remote process it started.
 """
 
@@ -33,6 +34,7 @@ from probes.store.history import History
 from probes.transport.runner import Runner
 from probes.watch.watcher import HostWatcher
 from tui.config import Config
+from tui.listen import parse_listen, shown_address
 from tui.metrics import HostsCollector
 from tui.status import make_watchers
 
@@ -47,22 +49,6 @@ REQUEST_TIMEOUT_S = 10.0
 
 class ListenError(Exception):
     """The exporter's address cannot be bound; the message says which and why."""
-
-
-def parse_listen(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[::1]:9464`` for IPv6; ``:9464`` means 127.0.0.1) → ``(host, port)``.
-
-    Raises:
-        ValueError: no port, a port that is not a number in 0..65535, or an empty bracketed host.
-    """
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"--listen takes HOST:PORT (e.g. {DEFAULT_LISTEN}), not {text!r}")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-        if not host:
-            raise ValueError(f"--listen: empty address in {text!r}")
-    return host or "127.0.0.1", int(port)
 
 
 def make_registry(snapshots: Callable[[], Sequence[tuple[str, HostState]]], clock: Callable[[], float]) -> CollectorRegistry:
@@ -188,8 +174,7 @@ def run_exporter(config: Config, listen: str, *, err: IO[str] | None = None) -> 
         return 2
 
     def listening(bound: int) -> None:
-        shown = f"[{host}]" if ":" in host else host
-        print(f"upwatch exporter: {len(config.hosts)} host(s), metrics at http://{shown}:{bound}/metrics",
+        print(f"upwatch exporter: {len(config.hosts)} host(s), metrics at http://{shown_address(host, bound)}/metrics",
               file=err, flush=True)
 
     async def main() -> None:
