@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 from probes.data.events import CONNECTION_KINDS
 from probes.data.state import HostState, LogEntry
-from probes.fold.verdict import cause_words, fmt_span, shown_verdict
+from probes.fold.verdict import cause_words, fmt_span
 from probes.hosttext import one_line
 from probes.logs.engines import ENGINES
 from tui import __version__
@@ -161,7 +161,7 @@ def _summary(s: HostState) -> list[str]:
 
 
 def _verdict(s: HostState) -> list[str]:
-    v = shown_verdict(s)
+    v = s.verdict
     if v is not None:
         rows = [f"- **Verdict ({md_text(v.level)}{', ' + md_text(v.kind) if v.kind else ''}):** {md_text(v.sentence)}"]
         rows += [f"  - {md_text(e)}" for e in v.evidence]
