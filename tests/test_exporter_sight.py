@@ -4,7 +4,8 @@ send the operator to its journal, so it must have something to say there.
 
 A real systemd host (tests/systemd_host.py) reached over SSH through a port on 127.0.0.1 that
 first refuses (nothing listens: ``Connection refused``, retried every fraction of a second), then
-forwards to the host's sshd; its ``journalctl`` refuses (a shim first in sshd's PATH, with the real
+forwards to the host's sshd (a relay on its own event loop, in a thread: relayed on the exporter's
+own loop, the SSH channels stalled after the first three under load, seen three runs in four); its ``journalctl`` refuses (a shim first in sshd's PATH, with the real
 tool's message) until the test lets it through.
 """
 
@@ -14,7 +15,8 @@ import asyncio
 import contextlib
 import io
 import socket
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,9 +41,10 @@ exec /usr/bin/journalctl "$@"
 """
 
 
-@contextlib.asynccontextmanager
-async def forward(port: int, to: tuple[str, int]) -> AsyncIterator[None]:
-    """Listen on 127.0.0.1:``port`` and pipe each connection to ``to`` (as ``ssh -L`` would)."""
+@contextlib.contextmanager
+def forward(port: int, to: tuple[str, int]) -> Iterator[None]:
+    """Listen on 127.0.0.1:``port`` and pipe each connection to ``to`` (as ``ssh -L`` would), on
+    an event loop of its own in a thread (not the exporter's: the relay must not wait on it)."""
     async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with contextlib.suppress(ConnectionError):
             while data := await reader.read(65536):
@@ -53,11 +56,24 @@ async def forward(port: int, to: tuple[str, int]) -> AsyncIterator[None]:
         up_reader, up_writer = await asyncio.open_connection(*to)
         await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
 
-    server = await asyncio.start_server(one, "127.0.0.1", port)
+    loop = asyncio.new_event_loop()
+    servers: list[asyncio.Server] = []
+    listening = threading.Event()
+
+    def relay() -> None:
+        servers.append(loop.run_until_complete(asyncio.start_server(one, "127.0.0.1", port)))
+        listening.set()
+        loop.run_forever()
+
+    thread = threading.Thread(target=relay, daemon=True)
+    thread.start()
+    assert listening.wait(10), "the relay did not listen"
     try:
         yield
     finally:
-        server.close()
+        loop.call_soon_threadsafe(servers[0].close)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
 
 
 def lines(buf: io.StringIO) -> list[str]:
@@ -93,7 +109,7 @@ async def test_one_line_per_change_when_the_host_refuses_and_the_journal_cannot_
         assert lines(notes) == [
             f"upwatch exporter: host gpu-node-3: cannot reach: {lines(notes)[0].split('cannot reach: ', 1)[-1]}"]
         assert "refused" in lines(notes)[0].lower(), lines(notes)
-        async with forward(port, (host.address, 22)):
+        with forward(port, (host.address, 22)):
             await until("reachable again", lambda: "upwatch exporter: host gpu-node-3: reachable again" in lines(notes), 30)
             # The journal refuses: one line, however often the probe retries.
             blind = await until("the journal's refusal told", lambda: [
@@ -103,10 +119,15 @@ async def test_one_line_per_change_when_the_host_refuses_and_the_journal_cannot_
                         and len(Path(f"{flag}.count").read_text().split()) >= 3, 30)
             flag.unlink()
             await until("journal readable again",
-                        lambda: "upwatch exporter: host gpu-node-3: journal readable again" in lines(notes), 40)
+                        lambda: "upwatch exporter: host gpu-node-3: journal readable again" in lines(notes), 60)
         told = [ln for ln in lines(notes) if "journal" in ln or "reach" in ln]
         assert told == [lines(notes)[0], "upwatch exporter: host gpu-node-3: reachable again", blind[0],
                         "upwatch exporter: host gpu-node-3: journal readable again"], lines(notes)
+    except AssertionError as exc:
+        count = Path(f"{flag}.count")
+        raise AssertionError(f"{exc}\nnotes: {lines(notes)}\nrefusals: "
+                             f"{count.read_text().count(chr(10)) if count.exists() else 0}\nsshd: "
+                             f"{host.journalctl('-u', 'uw-sshd.service', '-n', '15', '-o', 'cat').stdout}") from None
     finally:
         stop.set()
         await asyncio.wait_for(task, 30)
