@@ -76,6 +76,12 @@ def forward(port: int, to: tuple[str, int]) -> Iterator[None]:
         thread.join(10)
 
 
+def refusals(flag: Path) -> int:
+    """How many times the shim refused (it appends a line to ``<flag>.count`` each time)."""
+    count = Path(f"{flag}.count")
+    return count.read_text().count("\n") if count.exists() else 0
+
+
 def lines(buf: io.StringIO) -> list[str]:
     return buf.getvalue().splitlines()
 
@@ -115,8 +121,7 @@ async def test_one_line_per_change_when_the_host_refuses_and_the_journal_cannot_
             blind = await until("the journal's refusal told", lambda: [
                 ln for ln in lines(notes) if ln.startswith("upwatch exporter: host gpu-node-3: cannot read journal: ")], 30)
             assert "insufficient permissions" in blind[0], blind
-            await until("three refusals", lambda: Path(f"{flag}.count").exists()
-                        and len(Path(f"{flag}.count").read_text().split()) >= 3, 30)
+            await until("three refusals", lambda: refusals(flag) >= 3, 30)
             flag.unlink()
             await until("journal readable again",
                         lambda: "upwatch exporter: host gpu-node-3: journal readable again" in lines(notes), 60)
@@ -124,9 +129,7 @@ async def test_one_line_per_change_when_the_host_refuses_and_the_journal_cannot_
         assert told == [lines(notes)[0], "upwatch exporter: host gpu-node-3: reachable again", blind[0],
                         "upwatch exporter: host gpu-node-3: journal readable again"], lines(notes)
     except AssertionError as exc:
-        count = Path(f"{flag}.count")
-        raise AssertionError(f"{exc}\nnotes: {lines(notes)}\nrefusals: "
-                             f"{count.read_text().count(chr(10)) if count.exists() else 0}\nsshd: "
+        raise AssertionError(f"{exc}\nnotes: {lines(notes)}\nrefusals: {refusals(flag)}\nsshd: "
                              f"{host.journalctl('-u', 'uw-sshd.service', '-n', '15', '-o', 'cat').stdout}") from None
     finally:
         stop.set()
