@@ -14,7 +14,8 @@ SGLang start, cycled as restarts; 8 ``nvidia-smi`` rows a second; ``systemctl sh
 
 * ``floor``: the load generator alone (journal and GPU streams drained by a loop that only counts);
 * ``exporter``: :func:`tui.exporter.serve` on ``--hosts`` such hosts (the watchers of
-  ``upwatch exporter``, the same intervals, no history), serving ``/metrics`` on 127.0.0.1.
+  ``upwatch exporter``, the same intervals, its notes on stderr, no history), serving ``/metrics``
+  on 127.0.0.1.
 
 In the load window (``--seconds``; the host writes ``rate`` lines a second from its start) this
 parent scrapes the child every ``--scrape-s`` seconds, as Prometheus would; the child measures its
@@ -82,7 +83,7 @@ async def _child(mode: str, rate: float, seconds: float, hosts: int) -> None:
     if mode == "exporter":
         tasks.append(asyncio.create_task(serve(Config(hosts=specs), "127.0.0.1", 0, stop=stop, clock=WallClock(),
                                                runner_factory=factory, gpu_source_factory=lambda s: None,
-                                               on_listening=bound.set_result)))
+                                               on_listening=bound.set_result, notes=sys.stderr)))
         port = await bound
     else:
         from probes.sources import gpu as gpu_probe

@@ -31,10 +31,13 @@ def unit_copy(tmp_path: Path) -> Path:
 
 def test_the_unit_is_valid_and_hardened(tmp_path: Path) -> None:
     text = UNIT.read_text()
-    for line in ("DynamicUser=yes", "SupplementaryGroups=systemd-journal", "ProtectSystem=strict",
+    for line in ("User=upwatch", "SupplementaryGroups=systemd-journal", "ProtectSystem=strict",
                  "NoNewPrivileges=yes", "CapabilityBoundingSet=", "ExecStart=/opt/upwatch/bin/upwatch exporter "):
         assert re.search(rf"^{re.escape(line)}", text, re.M), line
     assert "--listen 127.0.0.1:9464" in text
+    assert not re.search(r"^DynamicUser=yes", text, re.M)  # D-Bus refuses its UIDs (tests/test_exporter_unit.py)
+    sysusers = (CONTRIB / "systemd" / "upwatch-exporter.sysusers.conf").read_text()
+    assert re.search(r'^u upwatch - "upwatch exporter" /var/lib/upwatch$', sysusers, re.M)
     path = unit_copy(tmp_path)
     done = subprocess.run(["systemd-analyze", "verify", str(path)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and not done.stderr.strip(), done.stderr

@@ -26,7 +26,7 @@ from probes.spec import HostSpec
 from probes.transport.replay.runner import ReplayRunner
 from tui.config import Config
 from tui.demo import demo_scenarios
-from tui.exporter import parse_listen, serve
+from tui.exporter import serve
 from tui.metrics import LABEL_MAX_CHARS, READINESS_RUNGS, SERIES_PER_HOST, START_PHASES, host_families
 
 T0 = 1_764_000_000.0
@@ -102,7 +102,7 @@ def test_a_loading_start_is_its_phase_with_progress_and_no_eta_without_history()
     assert value(text, "upwatch_start_time_seconds") == T0 - 100
     assert value(text, "upwatch_unit_restarts") == 3
     assert value(text, "upwatch_gpu_orphan_memory_bytes") == 0
-    assert value(text, "upwatch_verdict", kind="none", level="ok") == 1
+    assert value(text, "upwatch_verdict", kind="waiting", level="info") == 1  # the health probe never answered
     assert value(text, "upwatch_failure_cause") is None  # not failed
     assert [value(text, "upwatch_probe_up", probe=p) for p in ("unit", "journal", "gpu", "health")] == [1, 1, 0, 0]
     assert value(text, "upwatch_journal_lines_total") == 812
@@ -144,6 +144,34 @@ def test_a_host_whose_log_was_never_read_has_no_restart_loop_value() -> None:
     assert value(text, "upwatch_restart_loop") is None and value(text, "upwatch_failed_starts") is None
     failing = HostState("gpu-c", "vllm.service", knowledge=(Knowledge("journal", "failing", T0, "ssh: refused"),))
     assert value(exposition([("gpu-c", failing)]), "upwatch_restart_loop") is None
+
+
+def test_a_probe_that_has_not_answered_is_waiting_never_ok() -> None:
+    # Fresh-user check: for ~3 s after the exporter started, a host served (none, ok) while
+    # upwatch_probe_up{probe="journal"} was 0. Never "ok" for what was not read, in every view.
+    from probes.spec import HostSpec
+    from tui.report import markdown_report
+    from tui.status import change_key, format_host, host_json
+
+    read = (Knowledge("unit", "read", T0), Knowledge("gpu", "read", T0), Knowledge("health", "read", T0))
+    early = HostState("h", "u.service", readiness="healthy", knowledge=(*read, Knowledge("journal", "never")))
+    text = exposition([("h", early)])
+    assert value(text, "upwatch_verdict", kind="waiting", level="info") == 1
+    assert value(text, "upwatch_verdict", kind="none") is None
+    item = host_json(HostSpec("h", "u.service"), early)
+    assert (item["verdict"]["level"], item["verdict"]["kind"]) == ("info", "waiting")
+    assert item["verdict"]["sentence"] == "Waiting for the first answer of the journal; nothing is judged before it."
+    assert change_key(early)["verdict"] == ["info", "waiting"]
+    assert "Waiting for the first answer of the journal" in format_host(HostSpec("h", "u.service"), early)
+    # The report names what was not read instead (a saved log's will never be: upwatch replay).
+    assert "**Verdict (ok):** nothing wrong seen in what was read; not read: journal" in \
+        markdown_report(early, [], now=T0)
+    # Each probe answered (the journal failing counts: the verdict says so): no more waiting.
+    answered = replace(early, knowledge=(*read, Knowledge("journal", "read", T0)))
+    assert value(exposition([("h", answered)]), "upwatch_verdict", kind="none", level="ok") == 1
+    assert host_json(HostSpec("h", "u.service"), answered)["verdict"]["level"] == "ok"
+    failing = replace(early, knowledge=(*read, Knowledge("journal", "failing", T0, "refused")))
+    assert value(exposition([("h", failing)]), "upwatch_verdict", kind="waiting") is None
 
 
 def test_ready_means_the_log_and_health_agree() -> None:
@@ -252,18 +280,6 @@ async def test_the_exporter_serves_the_demo_hosts_in_both_formats(demo_exporter:
     assert fams["upwatch_host"].type == "info" and fams["upwatch_journal_lines"].type == "counter"
 
 
-@pytest.mark.parametrize(("text", "parsed"), [("127.0.0.1:9464", ("127.0.0.1", 9464)), (":9000", ("127.0.0.1", 9000)),
-                                              ("[::1]:9464", ("::1", 9464)), ("0.0.0.0:1", ("0.0.0.0", 1))])
-def test_listen_addresses(text: str, parsed: tuple[str, int]) -> None:
-    assert parse_listen(text) == parsed
-
-
-@pytest.mark.parametrize("text", ["9464", "localhost", "h:port", "h:70000", "[]:9464"])
-def test_bad_listen_addresses_are_refused(text: str) -> None:
-    with pytest.raises(ValueError):
-        parse_listen(text)
-
-
 # --- the command line -----------------------------------------------------------------------------
 
 def test_the_command_refuses_a_bad_address_and_no_hosts(capsys: pytest.CaptureFixture[str],
@@ -274,8 +290,11 @@ def test_the_command_refuses_a_bad_address_and_no_hosts(capsys: pytest.CaptureFi
 
     (tmp_path / "hosts.toml").write_text("# no hosts\n")
     monkeypatch.setenv("UPWATCH_CONFIG", str(tmp_path / "hosts.toml"))
-    assert main(["exporter", "--listen", "nowhere", "local/sglang"]) == 2
-    assert "--listen takes HOST:PORT" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as usage:  # argparse's exit 2, as serve's
+        main(["exporter", "--listen", "nowhere", "local/sglang"])
+    assert usage.value.code == 2
+    assert "--listen takes PORT or :PORT (127.0.0.1:PORT), HOST:PORT or [IPv6]:PORT, not 'nowhere'" in \
+        capsys.readouterr().err
     assert main(["exporter"]) == 2
     assert "upwatch exporter: no hosts to watch: looked for " in capsys.readouterr().err
     with socket.socket() as taken:

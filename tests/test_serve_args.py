@@ -1,27 +1,11 @@
-"""``upwatch serve``'s pieces that need no server (tui/serve.py): the ``--listen`` address, what
-counts as loopback, the command line each browser's app gets."""
+"""``upwatch serve``'s pieces that need no server (tui/serve.py): what counts as loopback, the
+command line each browser's app gets (the ``--listen`` address: tests/test_listen.py)."""
 
 from __future__ import annotations
 
 import os
 
-import pytest
-
-from tui.serve import app_command, is_loopback, parse_listen
-
-
-@pytest.mark.parametrize(("text", "expected"), [
-    ("127.0.0.1:8765", ("127.0.0.1", 8765)), ("8765", ("127.0.0.1", 8765)), ("0.0.0.0:0", ("0.0.0.0", 0)),
-    ("[::1]:9000", ("::1", 9000)), ("localhost:80", ("localhost", 80)),
-])
-def test_listen_addresses(text: str, expected: tuple[str, int]) -> None:
-    assert parse_listen(text) == expected
-
-
-@pytest.mark.parametrize("text", ["", ":8765", "host:", "host:port", "127.0.0.1:65536", "127.0.0.1:-1"])
-def test_bad_listen_addresses(text: str) -> None:
-    with pytest.raises(ValueError):
-        parse_listen(text)
+from tui.serve import app_command, is_loopback
 
 
 def test_loopback() -> None:

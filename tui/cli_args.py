@@ -13,6 +13,7 @@ from probes.logs.engines import ENGINES
 from tui import __version__
 from tui.config import ENV_VAR, HOST_KEYS, SETTING_KEYS, default_config_path, display_path
 from tui.duration import parse_duration
+from tui.listen import parse_listen
 
 #: ``--demo``'s time compression when ``--speed`` is not given.
 DEMO_SPEED = 10.0
@@ -20,6 +21,9 @@ DEMO_SPEED = 10.0
 #: The subcommands; the first word of argv that is not an option picks one (see :func:`main`).
 COMMANDS = ("replay", "config", "status", "wait", "history", "report", "mcp", "exporter", "serve")
 
+#: What ``--listen`` takes (:mod:`tui.listen`), for ``--help``.
+_LISTEN_FORMS = ("PORT or :PORT is 127.0.0.1:PORT (this machine only, not every address as Prometheus reads "
+                 ":PORT), or HOST:PORT, or [IPv6]:PORT; port 0: any free port")
 _WHERE = ("The hosts come from hosts.toml in the user's config folder (~/.config/upwatch/hosts.toml\n"
           "on Linux), or the file named by $UPWATCH_CONFIG, or by --config PATH.")
 _QUICK = ("Instead of a file, hosts can be given as quick forms, [user@]host[:port]/unit:\n"
@@ -250,8 +254,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "Runs until Ctrl-C or SIGTERM. Exit status: 0, or 2 bad configuration or arguments, or\n"
                     "an address that cannot be bound (one line on stderr says why).",
     )
-    exporter.add_argument("--listen", default="127.0.0.1:9464", metavar="HOST:PORT",
-                          help="where to serve /metrics (default 127.0.0.1:9464: this machine only)")
+    exporter.add_argument("--listen", default="127.0.0.1:9464", type=_listen, metavar="HOST:PORT",
+                          help=f"where to serve /metrics (default 127.0.0.1:9464: this machine only): {_LISTEN_FORMS}")
     _add_config_option(exporter)
     _add_hosts(exporter, "a configured host's name (default: all), or a quick form [user@]host[:port]/unit")
     serve = sub.add_parser(
@@ -267,7 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "address cannot be bound.",
     )
     serve.add_argument("--listen", default="127.0.0.1:8765", type=_listen, metavar="HOST:PORT",
-                       help="the address to listen on (default 127.0.0.1:8765; port 0: any free port)")
+                       help=f"the address to listen on (default 127.0.0.1:8765): {_LISTEN_FORMS}")
     serve.add_argument("--max-viewers", type=_viewers, default=4, metavar="N",
                        help="at most N browsers at once (default 4; each runs its own dashboard)")
     # SUPPRESS: `upwatch --demo serve` keeps the flag given before the command.
@@ -296,9 +300,7 @@ def _duration_option(*, allow_zero: bool, most_s: float | None = None) -> Callab
 
 
 def _listen(text: str) -> str:
-    """``serve --listen``: HOST:PORT, checked (:func:`tui.serve.parse_listen`), kept as given."""
-    from tui.serve import parse_listen
-
+    """``--listen`` of ``serve`` and ``exporter``: checked (:func:`tui.listen.parse_listen`), kept as given."""
     try:
         parse_listen(text)
     except ValueError as exc:

@@ -9,8 +9,11 @@ between two events, never while one is applied: ``GET /metrics`` answers the Pro
 format, or OpenMetrics when the ``Accept`` header asks for it (``application/openmetrics-text``);
 ``GET /`` a line naming ``/metrics``; anything else 404 (a method other than GET or HEAD: 405).
 
-It listens on 127.0.0.1 unless ``--listen`` names another address. It runs until SIGINT or
-SIGTERM and then ends every remote process it started.
+It listens on 127.0.0.1 unless ``--listen`` names another address (:func:`tui.listen.parse_listen`:
+``PORT`` and ``:PORT`` are 127.0.0.1 too). It runs until SIGINT or
+SIGTERM and then ends every remote process it started. On stderr (the journal, under systemd) it
+says, one line per change and not per retry, when a host cannot be reached or a probe cannot read,
+and when it can again (:class:`SightNotes`).
 """
 
 from __future__ import annotations
@@ -26,13 +29,17 @@ from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector,
 from prometheus_client.exposition import choose_encoder
 
 from probes.clock import Clock, WallClock
-from probes.data.state import HostState
+from probes.data.events import CONNECTION_KINDS
+from probes.data.state import KNOWN_PROBES, HostState
+from probes.fold.model import HostModel
+from probes.hosttext import one_line
 from probes.sources.nvml import NvmlSource
 from probes.spec import HostSpec
 from probes.store.history import History
 from probes.transport.runner import Runner
 from probes.watch.watcher import HostWatcher
 from tui.config import Config
+from tui.listen import parse_listen, shown_address
 from tui.metrics import HostsCollector
 from tui.status import make_watchers
 
@@ -49,20 +56,68 @@ class ListenError(Exception):
     """The exporter's address cannot be bound; the message says which and why."""
 
 
-def parse_listen(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[::1]:9464`` for IPv6; ``:9464`` means 127.0.0.1) → ``(host, port)``.
+#: Longest reason in a :class:`SightNotes` line, in characters (a longer one is cut with "…").
+NOTE_MAX_CHARS = 300
 
-    Raises:
-        ValueError: no port, a port that is not a number in 0..65535, or an empty bracketed host.
+
+class SightNotes:
+    """One line on ``out`` per change of what the exporter can see of a host, never one per retry:
+    ``host gpu-a: cannot reach: <why>`` and ``host gpu-a: reachable again`` for the connection;
+    ``host gpu-a: cannot read journal: <why>`` and ``host gpu-a: journal readable again`` for a
+    probe of :data:`~probes.data.state.KNOWN_PROBES` that fails on the host (named as the
+    ``probe`` label of ``upwatch_probe_up``). A failure counts as a change when its kind or
+    reason changes, not its message (which may count attempts). Host text is one safe line.
+
+    Args:
+        out: where the lines go (the exporter's stderr: the journal, under systemd).
+        prefix: put before each line.
     """
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"--listen takes HOST:PORT (e.g. {DEFAULT_LISTEN}), not {text!r}")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-        if not host:
-            raise ValueError(f"--listen: empty address in {text!r}")
-    return host or "127.0.0.1", int(port)
+
+    def __init__(self, out: IO[str], prefix: str = "upwatch exporter: ") -> None:
+        self._out = out
+        self._prefix = prefix
+        #: hosts told unreachable (not yet told reachable again)
+        self._unreachable: set[str] = set()
+        #: per host, the probes told failing: probe -> (kind, reason) told
+        self._blind: dict[str, dict[str, tuple[str, str]]] = {}
+
+    def _say(self, host: str, words: str) -> None:
+        print(f"{self._prefix}host {one_line(host, max_chars=120)}: {words}", file=self._out, flush=True)
+
+    def check(self, host: str, model: HostModel) -> None:
+        """Compare ``model`` (the watcher's, read between two events) with what was last told of
+        ``host``, and tell what changed."""
+        fails = {p: f for p in KNOWN_PROBES if (f := model.failure(p)) is not None}
+        lost = next((f for f in fails.values() if f.kind in CONNECTION_KINDS), None)
+        if lost is not None and host not in self._unreachable:
+            self._unreachable.add(host)
+            self._say(host, f"cannot reach: {one_line(lost.message, max_chars=NOTE_MAX_CHARS) or lost.kind}")
+        elif lost is None and host in self._unreachable:
+            self._unreachable.discard(host)
+            self._say(host, "reachable again")
+        told = self._blind.setdefault(host, {})
+        for probe in KNOWN_PROBES:
+            f = fails.get(probe)
+            if f is not None and f.kind in CONNECTION_KINDS:
+                continue  # said as "cannot reach"; what the probe reads once back is told then
+            if f is not None:
+                key = (f.kind, f.reason)
+                if told.get(probe) != key:
+                    told[probe] = key
+                    self._say(host, f"cannot read {probe}: {one_line(f.message, max_chars=NOTE_MAX_CHARS) or f.kind}")
+            elif probe in told and model.has_read(probe):
+                del told[probe]
+                self._say(host, f"{probe} readable again")
+
+
+async def tell_sight(watchers: Sequence[HostWatcher], changed: asyncio.Event, notes: SightNotes) -> None:
+    """Run :meth:`SightNotes.check` on every watcher each time ``changed`` is set (forever;
+    cancel it to end)."""
+    while True:
+        await changed.wait()
+        changed.clear()
+        for w in watchers:
+            notes.check(w.spec.name, w.model)
 
 
 def make_registry(snapshots: Callable[[], Sequence[tuple[str, HostState]]], clock: Callable[[], float]) -> CollectorRegistry:
@@ -136,7 +191,7 @@ async def serve(config: Config, host: str, port: int, *, stop: asyncio.Event,
                 runner_factory: Callable[[HostSpec], Runner] | None = None,
                 gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None = None,
                 clock: Clock | None = None, history: History | None = None,
-                on_listening: Callable[[int], None] | None = None) -> None:
+                on_listening: Callable[[int], None] | None = None, notes: IO[str] | None = None) -> None:
     """Watch every host of ``config`` and serve their metrics on ``host:port`` until ``stop``.
 
     Args:
@@ -146,12 +201,15 @@ async def serve(config: Config, host: str, port: int, *, stop: asyncio.Event,
         clock: the watchers' and the ETA's clock (default: wall time).
         history: the start history (finished starts written, typical durations read), or None.
         on_listening: called with the bound port once the server listens.
+        notes: where :class:`SightNotes` tells, one line per change, that a host cannot be reached
+            or a probe cannot read (and when it can again); None: nowhere.
 
     Raises:
         ListenError: the address cannot be bound (in use, not an address of this machine).
     """
     clock = clock or WallClock()
     watchers: list[HostWatcher] = []  # made once the address is bound: nothing to undo before
+    teller: asyncio.Task[None] | None = None
 
     def snapshots() -> list[tuple[str, HostState]]:
         now = clock.now()
@@ -164,14 +222,20 @@ async def serve(config: Config, host: str, port: int, *, stop: asyncio.Event,
     except OSError as exc:
         raise ListenError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
     try:
-        changed = asyncio.Event()  # the exporter reads on demand: no one waits on changes
+        changed = asyncio.Event()  # metrics are read on demand; only the sight notes wait on changes
         watchers.extend(make_watchers(config, changed, clock, runner_factory, gpu_source_factory, history))
         for w in watchers:
             w.start()
+        if notes is not None:
+            teller = asyncio.create_task(tell_sight(watchers, changed, SightNotes(notes)))
         if on_listening is not None:
             on_listening(server.sockets[0].getsockname()[1])
         await stop.wait()
     finally:
+        if teller is not None:
+            teller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await teller
         server.close()
         await server.wait_closed()
         await asyncio.gather(*(w.stop() for w in watchers), return_exceptions=True)
@@ -188,8 +252,7 @@ def run_exporter(config: Config, listen: str, *, err: IO[str] | None = None) -> 
         return 2
 
     def listening(bound: int) -> None:
-        shown = f"[{host}]" if ":" in host else host
-        print(f"upwatch exporter: {len(config.hosts)} host(s), metrics at http://{shown}:{bound}/metrics",
+        print(f"upwatch exporter: {len(config.hosts)} host(s), metrics at http://{shown_address(host, bound)}/metrics",
               file=err, flush=True)
 
     async def main() -> None:
@@ -198,7 +261,7 @@ def run_exporter(config: Config, listen: str, *, err: IO[str] | None = None) -> 
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):  # not the main thread (tests)
                 loop.add_signal_handler(sig, stop.set)
-        await serve(config, host, port, stop=stop, history=hist, on_listening=listening)
+        await serve(config, host, port, stop=stop, history=hist, on_listening=listening, notes=err)
 
     hist = History()
     if hist.problem:

@@ -8,7 +8,7 @@ Names follow Prometheus's "Metric and label naming" guide: one ``upwatch_`` pref
 (seconds, bytes) named as a plural suffix, ``_total`` only on the counter, ``_ratio`` for the
 0..1 fraction, ``_info`` for the constant-1 metadata metric, no colons (reserved for recording
 rules). Every label value comes from a fixed list (:data:`START_PHASES`, :data:`READINESS_RUNGS`,
-:data:`VERDICT_KINDS`, :data:`LEVELS`, :data:`CAUSES`, :data:`KNOWN_PROBES`) or names the host,
+:data:`VERDICT_KINDS` with ``waiting``, ``none`` and ``other``, :data:`LEVELS`, :data:`CAUSES`, :data:`KNOWN_PROBES`) or names the host,
 its unit, engine and model (cut to :data:`LABEL_MAX_CHARS`, made one safe line); the decisive
 line and every sentence stay in the logs and the TUI. Enumerations follow kube-state-metrics'
 ``kube_pod_status_phase``: one series per value, 1 for the current one, 0 for the others.
@@ -34,7 +34,7 @@ from prometheus_client.registry import Collector
 from probes.data.state import KNOWN_PROBES, LEVELS, RUNGS, HostState
 from probes.data.vocab import CAUSES, PHASES
 from probes.fold.eta import eta_for
-from probes.fold.verdict import VERDICT_KINDS
+from probes.fold.verdict import VERDICT_KINDS, WAITING_KIND, shown_verdict
 from probes.hosttext import one_line
 
 #: The ``phase`` label's values of ``upwatch_start_phase``: the phase ids in order, then the
@@ -86,12 +86,14 @@ def is_ready(s: HostState) -> bool:
 
 
 def verdict_labels(s: HostState) -> tuple[str, str]:
-    """``(kind, level)`` of the current verdict, each from its fixed list: ``(none, ok)`` when
-    nothing is wrong; a kind outside :data:`VERDICT_KINDS` is ``other``."""
-    v = s.verdict
+    """``(kind, level)`` of the current verdict (:func:`probes.fold.verdict.shown_verdict`), each
+    from its fixed list: ``(waiting, info)`` while a probe has not answered yet (never ``ok`` for
+    what was not read), ``(none, ok)`` when nothing is wrong and every probe answered; a kind
+    outside :data:`VERDICT_KINDS` is ``other``."""
+    v = shown_verdict(s)
     if v is None:
         return KIND_NONE, "ok"
-    kind = v.kind if v.kind in VERDICT_KINDS else KIND_OTHER
+    kind = v.kind if v.kind in VERDICT_KINDS or v.kind == WAITING_KIND else KIND_OTHER
     return kind, v.level if v.level in LEVELS else "error"
 
 
@@ -137,8 +139,9 @@ class _Families:
                                "last ready).", labels=_HOST_LABELS)
         self.restarts = g("upwatch_unit_restarts", "systemd's NRestarts of the unit (reset by a manual start, so "
                           "a gauge); absent when unknown.", labels=_HOST_LABELS)
-        self.verdict = g("upwatch_verdict", "1 for the current verdict's kind and level (kind none, level ok "
-                         "when nothing is wrong).", labels=[*_HOST_LABELS, "kind", "level"])
+        self.verdict = g("upwatch_verdict", "1 for the current verdict's kind and level (kind waiting, level "
+                         "info until every probe answered once; kind none, level ok when nothing is wrong).",
+                         labels=[*_HOST_LABELS, "kind", "level"])
         self.cause = g("upwatch_failure_cause", "1 for the failed start's cause id while the start is failed.",
                        labels=[*_HOST_LABELS, "cause"])
         self.orphans = g("upwatch_gpu_orphan_memory_bytes", "GPU memory held by processes outside the unit's "

@@ -47,6 +47,7 @@ from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
 import tui
+from tui.listen import parse_listen
 from tui.serve_app import WATCH_FD_ENV
 
 #: The folder holding the ``tui`` package: the apps run there, so ``-m tui.serve_app`` is this code.
@@ -64,21 +65,6 @@ SEND_GRACE_S = 0.5
 QUIT_GRACE_S = 2.0
 #: Seconds a TERMed app has before it is KILLed.
 TERM_GRACE_S = 1.0
-
-
-def parse_listen(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[::1]:8765`` for IPv6; ``PORT`` alone means 127.0.0.1) as (host, port).
-
-    Raises:
-        ValueError: no port, a port outside 0..65535 (0: any free port), an empty host.
-    """
-    host, sep, port_text = text.rpartition(":")
-    if not sep:
-        host, port_text = "127.0.0.1", text
-    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    if not host or not port_text.isdigit() or int(port_text) > 65535:
-        raise ValueError(f"not HOST:PORT (e.g. 127.0.0.1:8765): {text!r}")
-    return host, int(port_text)
 
 
 def is_loopback(host: str) -> bool:

@@ -27,7 +27,7 @@ from probes.sources.nvml import NvmlSource
 from probes.store.history import History
 from probes.hosttext import json_text, one_line
 from probes.data.events import CONNECTION_KINDS
-from probes.fold.verdict import blind_failures, headline, systemd_gave_up
+from probes.fold.verdict import blind_failures, headline, shown_verdict, systemd_gave_up
 from probes.transport.runner import Runner
 from probes.data.state import HostState
 from probes.spec import HostSpec
@@ -65,7 +65,8 @@ def host_json(spec: HostSpec, s: HostState, now: float | None = None) -> dict[st
     ``mem_used_mib``, ``mem_total_mib``, ``util_pct``; null where not available), ``gpu_error``
     (why there are no GPU values, or null), ``error`` (``{"text", "time"}`` of the decisive line,
     time ISO 8601, or null), ``cause``, ``hint``, ``last_line``, ``verdict`` (``{"level"
-    (ok, info, warning, error), "kind", "sentence", "evidence"}``), ``gpu_orphans`` (``pid``,
+    (ok, info, warning, error), "kind", "sentence", "evidence"}``; kind ``waiting``, level ``info``
+    while a probe has not answered yet: :func:`probes.fold.verdict.shown_verdict`), ``gpu_orphans`` (``pid``,
     ``command``, ``mem_mib``, ``gpu_index`` of processes holding GPU memory outside the unit's
     cgroup; null before a look), ``connection`` (``ok`` or the reason), ``probe_errors`` (probe → message),
     ``typical`` (earlier comparable starts, see :func:`typical_json`; ``now``: the clock's, for the ETA).
@@ -107,8 +108,8 @@ def host_json(spec: HostSpec, s: HostState, now: float | None = None) -> dict[st
         "cause": s.cause,
         "hint": s.hint or None,
         "last_line": s.last_line or None,
-        "verdict": ({"level": s.verdict.level, "kind": s.verdict.kind, "sentence": s.verdict.sentence,
-                     "evidence": list(s.verdict.evidence)} if s.verdict else
+        "verdict": ({"level": v.level, "kind": v.kind, "sentence": v.sentence,
+                     "evidence": list(v.evidence)} if (v := shown_verdict(s)) is not None else
                     {"level": "ok", "kind": "", "sentence": _ok_sentence(s), "evidence": []}),
         "gpu_orphans": ([{"pid": o.pid, "command": o.command, "mem_mib": o.mem_mib, "gpu_index": o.gpu_index}
                          for o in s.gpu_orphans] if s.gpu_orphans is not None else None),
@@ -178,8 +179,8 @@ def format_host(spec: HostSpec, s: HostState, connection: str | None = None, now
             rows.append(("hint", s.hint))
     if s.last_line:
         rows.append(("last line", s.last_line))
-    if s.verdict is not None:
-        rows.append(("verdict", s.verdict.sentence))
+    if (v := shown_verdict(s)) is not None:
+        rows.append(("verdict", v.sentence))
     for f in s.failures:
         if f.probe != "gpu" and f.kind not in CONNECTION_KINDS:
             rows.append((f"{f.probe} error", f.message))
@@ -335,7 +336,7 @@ def change_key(s: HostState) -> dict[str, Any]:
         "download": (int(100 * d.bytes / d.expected_bytes) if d.expected_bytes else d.bytes >> 30)
                     if d is not None else None,
         "readiness": s.readiness,
-        "verdict": [s.verdict.level, s.verdict.kind] if s.verdict is not None else ["ok", ""],
+        "verdict": [v.level, v.kind] if (v := shown_verdict(s)) is not None else ["ok", ""],
         "connection": conn,
     }
 

@@ -77,7 +77,7 @@ class Verdict:
     """One sentence that says what is wrong, with a level from :data:`LEVELS`, the rule's id
     (``stale``, ``ssh``, ``cannot_see``, ``not_found``, ``restart_loop``, ``failed``, ``unit_failed``,
     ``gpu_orphans``, ``stalled``, ``stale_health``, ``not_serving``, ``no_gpu_memory``,
-    ``previous_failed``, ``slower``, ``unhealthy``; "" when not given) and the evidence, one short line each."""
+    ``previous_failed``, ``slower``, ``unhealthy``, ``waiting``: a probe has not answered yet; "" when not given) and the evidence, one short line each."""
 
     level: str
     sentence: str
