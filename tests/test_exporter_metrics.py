@@ -165,7 +165,7 @@ def test_a_probe_that_has_not_answered_is_waiting_never_ok() -> None:
     assert "Waiting for the first answer of the journal" in format_host(HostSpec("h", "u.service"), early)
     # The report names what was not read instead (a saved log's will never be: upwatch replay).
     assert "**Verdict (ok):** nothing wrong seen in what was read; not read: journal" in \
-        markdown_report(early, [], now=T0)
+        markdown_report(early, [], now=T0, made_at=T0)
     # Each probe answered (the journal failing counts: the verdict says so): no more waiting.
     answered = replace(early, knowledge=(*read, Knowledge("journal", "read", T0)))
     assert value(exposition([("h", answered)]), "upwatch_verdict", kind="none", level="ok") == 1
