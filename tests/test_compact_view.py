@@ -1,6 +1,6 @@
 """The compact overview (issue 17): one row per host, sorted, filtered, with a cursor; shown on its
 own when the cards do not fit. The fleet is 128 real watchers (the demo's four scenarios, each 32
-times under other names) whose models are fed the scenarios' journals up to 400 s in, so the rows
+times under other names: tui.demo_app.fleet_scenarios) whose models are fed the scenarios' journals up to 400 s in, so the rows
 are the real model's states; nothing of the table is mocked."""
 
 from __future__ import annotations
@@ -13,12 +13,8 @@ from rich.style import Style
 from probes.clock import ManualClock
 from probes.data.state import HostState, Verdict
 from probes.logs.journal_json import parse_record
-from probes.spec import HostSpec
-from probes.transport.replay.runner import ReplayRunner
-from tui.app import UpwatchApp, make_app
-from tui.config import Config
-from tui.demo import demo_scenarios
-from tui.demo_app import make_demo_app
+from tui.app import UpwatchApp
+from tui.demo_app import fleet_scenarios, make_demo_app
 from tui.detail_screen import DetailScreen
 from tui.screens import OverviewScreen
 from widgets.host_card import HostCard
@@ -31,24 +27,17 @@ HOSTILE = "[bold red]evil[/] \x1b]0;pwned\x07\x1b[2J\x9b31m\u202eeman"
 
 
 def fleet_app(n: int = 128, hostile: bool = False) -> UpwatchApp:
-    """``n`` hosts named ``gpu-000``...: host i runs the demo's scenario i % 4; its model has read
-    that scenario's journal up to 400 s (watchers not started: the state is the model's, fixed).
-    ``hostile``: host 1 (a failing one) is named :data:`HOSTILE` instead."""
-    base = demo_scenarios(T0)
+    """``n`` hosts named ``gpu-000``...: host i runs the demo's scenario i % 4
+    (:func:`tui.demo_app.fleet_scenarios`); its model has read that scenario's journal up to 400 s
+    (watchers not started: the state is the model's, fixed). ``hostile``: host 1 (a failing one)
+    is named :data:`HOSTILE` instead."""
     names = [f"gpu-{i:03d}" for i in range(n)]
     if hostile:
         names[1] = HOSTILE
-    scenario = {name: base[i % len(base)] for i, name in enumerate(names)}
-    clock = ManualClock(T0 + 400)
-    config = Config(hosts=tuple(HostSpec(name, sc.unit, sc.port, sc.engine) for name, sc in scenario.items()),
-                    title="fleet")
-    app = make_app(config, lambda spec: ReplayRunner(dataclasses.replace(scenario[spec.name], host=spec.name),
-                                                     clock, start=T0),
-                   clock, start_watchers=False, audit=None, history=None)
-    records = {sc.host: [parse_record(json.dumps(dict(e.fields))) for e in sc.journal if e.offset_s <= 400]
-               for sc in base}
-    for name, watcher in app.watchers.items():
-        watcher.model.apply_all(records[scenario[name].host])
+    app = make_demo_app(clock=ManualClock(T0 + 400), start=T0, names=names, start_watchers=False)
+    for sc in fleet_scenarios(T0, names):
+        app.watchers[sc.host].model.apply_all(
+            parse_record(json.dumps(dict(e.fields))) for e in sc.journal if e.offset_s <= 400)
     return app
 
 

@@ -140,30 +140,37 @@ class OverviewScreen(Screen[None]):
         self._grid_behind = True  # states came in while the grid was not shown
         self._states: dict[str, HostState] = {}
         self._conditions: dict[str, str] = {}  # the header's counts are made of them
+        self._grid = CardGrid(id="grid")
+        self._table = HostTable(id="table")
         self._ready = False  # set once composed: the app's timers may call in before that
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield CardGrid(id="grid")
-        yield HostTable(id="table")
+        yield self._grid
+        yield self._table
         yield Input(placeholder="filter the hosts by name or state (plain text, case-insensitive)", id="filter")
         yield ModeFooter()
 
     @property
     def grid(self) -> CardGrid:
-        return self.query_one(CardGrid)
+        return self._grid
 
     @property
     def table(self) -> HostTable:
-        return self.query_one(HostTable)
+        return self._table
 
     @property
     def compact(self) -> bool:
         """Whether the rows (not the cards) are shown."""
         return self._compact
 
+    def _shown(self) -> bool:
+        """Composed and not being torn down (the app's timers call in before and after); cheap:
+        it is asked on every state update, so it must not walk the DOM."""
+        return self._ready and self.table.is_attached
+
     def update_host(self, state: HostState) -> None:
-        if not self._ready or not self.query(CardGrid):
+        if not self._shown():
             return
         self._states[state.host] = state
         cond = condition(state)
@@ -178,7 +185,7 @@ class OverviewScreen(Screen[None]):
         self.grid.update_host(state).now = self.app.now  # type: ignore[attr-defined]
 
     def set_now(self, now: float) -> None:
-        if self._ready and self.query(CardGrid):
+        if self._shown():
             if self._compact:
                 self.table.set_now(now)
             else:

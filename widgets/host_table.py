@@ -212,8 +212,15 @@ class HostTable(ScrollView, can_focus=True):
 
     @property
     def _page(self) -> int:
-        """Rows in view (the header takes a line)."""
-        return max(1, self.scrollable_content_region.height - 1)
+        """Rows in view (the header takes a line; there is no horizontal scrollbar)."""
+        return max(1, self.size.height - 1)
+
+    @property
+    def _row_width(self) -> int:
+        """Cells a row has: the width less the vertical scrollbar when it shows (cheaper than
+        ``scrollable_content_region``, asked for every line drawn)."""
+        bar = self.styles.scrollbar_size_vertical if self.show_vertical_scrollbar else 0
+        return max(0, self.size.width - bar)
 
     def _rows_in_view(self) -> range:
         top = round(self.scroll_y)
@@ -228,7 +235,7 @@ class HostTable(ScrollView, can_focus=True):
             self.refresh_line(i + 1)
 
     def render_line(self, y: int) -> Strip:
-        width = self.scrollable_content_region.width
+        width = self._row_width
         base = self.rich_style
         if y == 0:
             head = header_text(width, self.order, len(self.rows), self.total, self.needle, self._style)
