@@ -68,8 +68,8 @@ class HostTable(ScrollView, can_focus=True):
         overflow-y: auto;
         scrollbar-size-vertical: 1;
         & > .host-table--header { color: $foreground; text-style: bold; background: $panel; }
-        & > .host-table--cursor { background: $foreground 12%; }
-        &:focus > .host-table--cursor { background: $accent 35%; }
+        & > .host-table--cursor { background: $panel-lighten-2; }
+        &:focus > .host-table--cursor { background: $primary-muted; text-style: bold; }
         & > .host-table--muted { color: $foreground-muted; }
         & > .host-table--busy { color: $text-primary; }
         & > .host-table--ok { color: $text-success; }
