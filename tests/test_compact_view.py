@@ -45,6 +45,15 @@ def _screen_text(app) -> str:
     return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
 
 
+async def _send(app, pilot, *keys: str) -> None:
+    """Post ``keys`` back to back, as a terminal delivers a held key (no turn of the event loop
+    between them), then let the app handle them all."""
+    for key in keys:
+        app.simulate_key(key)
+    await pilot.pause()
+    await pilot.pause()
+
+
 async def _settle(app, pilot) -> None:
     app.tick()
     app.flush()
@@ -133,10 +142,9 @@ async def test_down_ten_times_at_once_moves_ten_rows_and_scrolls_with_the_cursor
     async with app.run_test(size=(160, 48)) as pilot:
         await _settle(app, pilot)
         table = app.screen.query_one(HostTable)
-        await pilot.press(*["down"] * 10)
+        await _send(app, pilot, *["down"] * 10)
         assert table.cursor == 10
-        await pilot.press(*["down"] * 50)
-        await pilot.pause()
+        await _send(app, pilot, *["down"] * 50)
         assert table.cursor == 60 and table.scroll_y > 0
         shown = _screen_text(app)
         assert table.cursor_host in shown  # the cursor's row is on screen
@@ -268,3 +276,18 @@ def test_auto_shows_the_cards_while_half_of_them_are_on_the_screen():
 
     assert cards_on_screen(20, 160, 46) == 10 and cards_on_screen(128, 160, 46) == 10  # 2 columns x 5 rows
     assert cards_on_screen(4, 80, 22) == 2 and cards_on_screen(1, 80, 5) == 1
+
+
+async def test_auto_looks_again_when_the_terminal_is_resized():
+    app = fleet_app(24)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _settle(app, pilot)
+        screen = app.screen
+        assert screen.compact and not screen.query(HostCard)
+        await pilot.resize_terminal(200, 80)  # 3 columns of 8 cards: all 24 on the screen
+        await pilot.pause()
+        assert not screen.compact and len(screen.query(HostCard)) == 24
+        assert "View: auto (cards)" in _screen_text(app)
+        await pilot.resize_terminal(160, 48)
+        await pilot.pause()
+        assert screen.compact and app.focused is screen.query_one(HostTable)
