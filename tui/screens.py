@@ -30,11 +30,8 @@ Overview
   enter / click    open the host's detail screen
   c                copy a Markdown report of the host (also on the
                    detail screen; OSC 52: `upwatch report HOST` prints it)
-  v                view: auto / cards / compact (one row per host;
-                   auto: rows when under half the cards fit)
-  o                rows: order by severity / name / arrival
-  /                rows: filter by name or state as you type
-                   (enter keeps it, escape clears it)
+  v                view: auto / cards / compact (a row per host)
+  o, /             rows: order (severity, name, arrival), filter
   ?                this help
   t                light / dark theme
   q, ctrl+c        quit
