@@ -4,6 +4,7 @@
 Usage::
 
     python3 bench/dashboard_bench.py [--seconds 60] [--hosts 32] [--rate 200] [--gpus 8] [--json OUT]
+                                     [--view auto|cards|compact]
     python3 bench/dashboard_bench.py --quick            # 5 s per run, for trying things
     python3 bench/dashboard_bench.py --profile OUT.pstats [--seconds 20]   # cProfile the UI run only
 
@@ -21,7 +22,8 @@ all of them watching ``--hosts`` simulated hosts (:class:`FloodRunner`), each ho
   headless by Textual's ``App.run_test(size=(160, 48))``, its 10 Hz repaint timer and 1 Hz tick
   running as in normal use. Headless, Textual builds every screen update (layout, widget render,
   compositing into strips) but skips the last step, encoding the update as terminal escape
-  sequences and writing it.
+  sequences and writing it. ``--view`` sets the overview it shows (``auto``, the default: the
+  cards while half of them fit the screen, else one row per host; ``cards``; ``compact``).
 
 Measured in each child over the load window only (the hosts start writing when the window opens,
 after imports, watcher set-up and the app's mount): CPU time (``time.process_time()``, all
@@ -590,17 +592,25 @@ async def _child(mode: str, args: argparse.Namespace) -> dict[str, Any]:
             result["sample"] = _sample(ws[0].state())
             result["screen"] = type(app.screen).__name__
             result["cards"] = len(app.screen.query("HostCard"))
+            result["view"] = "compact" if getattr(app.screen, "compact", False) else "cards"
 
         done = False
         try:
             async with app.run_test(size=(args.width, args.height)) as pilot:
                 await pilot.pause()
-                # Open the gate only when every card is composed (the window starts after the mount).
+                app.screen.set_view(args.view)  # --view: auto, cards or compact
+                await pilot.pause()
+                # Open the gate only when every card is composed, or every row is in the table
+                # (the window starts after the mount).
                 deadline = time.perf_counter() + 60.0
                 while time.perf_counter() < deadline:
-                    cards = app.screen.query("HostCard")
-                    if len(cards) == args.hosts and all(c.query("#hc-times") for c in cards):
-                        break
+                    if app.screen.compact:
+                        if app.screen.table.total == args.hosts:
+                            break
+                    else:
+                        cards = app.screen.query("HostCard")
+                        if len(cards) == args.hosts and all(c.query("#hc-times") for c in cards):
+                            break
                     await asyncio.sleep(0.05)
                 r0 = app.repaints
                 await window(collect)
@@ -646,7 +656,8 @@ def run_child(mode: str, args: argparse.Namespace) -> dict[str, Any]:
     argv = [sys.executable, os.path.abspath(__file__), "--child", mode, "--result", path,
             "--seconds", str(args.seconds), "--hosts", str(args.hosts), "--rate", str(args.rate),
             "--burst-ms", str(args.burst_ms), "--gpus", str(args.gpus),
-            "--width", str(args.width), "--height", str(args.height), "--pattern", args.pattern]
+            "--width", str(args.width), "--height", str(args.height), "--pattern", args.pattern,
+            "--view", args.view]
     if args.profile:
         argv += ["--profile", args.profile]
     t0 = time.perf_counter()
@@ -702,6 +713,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--burst-ms", type=float, default=100.0, help="lines come in bursts this often (default 100)")
     ap.add_argument("--width", type=int, default=160, help="terminal width of the UI run (default 160)")
     ap.add_argument("--height", type=int, default=48, help="terminal height of the UI run (default 48)")
+    ap.add_argument("--view", choices=("auto", "cards", "compact"), default="auto",
+                    help="the overview the UI run shows: auto (cards while half of them fit the screen, "
+                         "else one row per host), cards, or compact (default auto)")
     ap.add_argument("--pattern", choices=("restarts", "serving"), default="restarts",
                     help="restarts: the startup log cycled, every pass a new start (each card changes "
                          "state about twice a second: the worst case); serving: one start, then a busy "
@@ -798,7 +812,7 @@ def main(argv: list[str] | None = None) -> int:
     if s:
         rows.append(f"{s['host']} at the end (UI run): engine={s['engine']} state={s['state']} phase={s['phase']} "
                     f"starts={s['starts']} readiness={s['readiness']} gpus={s['gpus']}; screen {ui.get('screen')} "
-                    f"with {ui.get('cards')} cards")
+                    f"({ui.get('view')} view, --view {args.view}) with {ui.get('cards')} cards")
     rows.append("")
     rows.append("targets:")
     for name, ok in targets.items():
@@ -807,7 +821,7 @@ def main(argv: list[str] | None = None) -> int:
 
     report = {"date": now, "machine": mach, "git": gst,
               "load": {"hosts": args.hosts, "gpus": args.gpus, "rate": args.rate, "seconds": args.seconds,
-                       "burst_ms": args.burst_ms, "size": [args.width, args.height]},
+                       "burst_ms": args.burst_ms, "size": [args.width, args.height], "view": args.view},
               "results": results, "ratios": {"ui/noui cpu": ratio, "ui/noui cpu less floor": net_ratio,
                          "ui/noui cpu per delivered line": per_line_ratio},
               "targets": {"cpu_pct_max": TARGET_CPU_PCT, "rss_max_mb": TARGET_RSS_MB,

@@ -1,10 +1,11 @@
 """Render the README's screenshots to SVG and PNG.
 
 * ``dashboard-overview``, ``dashboard-detail``, ``dashboard-failure``: the dashboard on the demo
-  (``make_demo_app`` on a ManualClock, so every run draws the same picture), at 160x48.
+  (``make_demo_app`` on a ManualClock, so every run draws the same picture), at 160x48;
+  ``dashboard-compact``: 128 hosts running the demo's four scenarios in turn, one row each.
 * ``replay-*``: ``upwatch replay`` on shipped real logs.
 
-Run: ``python screenshots/make_screenshots.py`` (PNG needs ``rsvg-convert``, Debian package
+Run: ``python screenshots/make_screenshots.py [NAME...]`` (PNG needs ``rsvg-convert``, Debian package
 librsvg2-bin; without it only the SVGs are written). Host text goes through ``rich.text.Text``, never
 through markup.
 """
@@ -63,15 +64,18 @@ def render(name: str, log: str) -> Path:
     return svg
 
 
-#: Dashboard shots: name → (simulated seconds since the demo began, host to open or None, keys).
-DASHBOARD = {
-    "dashboard-overview": (125.0, None, ()),
-    "dashboard-detail": (400.0, "gpu-node-1", ()),
-    "dashboard-failure": (400.0, "gpu-node-2", ("e",)),
+#: Dashboard shots: name → (simulated seconds since the demo began, host to open or None, keys,
+#: hosts: None for the demo's four, else a fleet of that many running the four scenarios in turn).
+DASHBOARD: dict[str, tuple[float, str | None, tuple[str, ...], int | None]] = {
+    "dashboard-overview": (125.0, None, (), None),
+    "dashboard-detail": (400.0, "gpu-node-1", (), None),
+    "dashboard-failure": (400.0, "gpu-node-2", ("e",), None),
+    "dashboard-compact": (400.0, None, (), 128),
 }
 
 
-async def _dashboard(name: str, seconds: float, host: str | None, keys: tuple[str, ...]) -> Path:
+async def _dashboard(name: str, seconds: float, host: str | None, keys: tuple[str, ...],
+                     hosts: int | None) -> Path:
     import tempfile
 
     from probes.clock import ManualClock
@@ -79,9 +83,10 @@ async def _dashboard(name: str, seconds: float, host: str | None, keys: tuple[st
     from tui.demo_app import advance_demo, make_demo_app
 
     clock = ManualClock(1_764_000_000.0)
+    names = None if hosts is None else [f"gpu-{chr(97 + i // 32)}{i % 32 + 1:02d}" for i in range(hosts)]
     with tempfile.TemporaryDirectory() as folder:  # as `upwatch --demo` does: made-up earlier starts
         history = History(f"{folder}/history.sqlite3")
-        app = make_demo_app(clock=clock, history=history, seed_history=True)
+        app = make_demo_app(clock=clock, history=history, seed_history=True, names=names)
         async with app.run_test(size=(160, 48)) as pilot:
             await advance_demo(app, clock, pilot, seconds, host=host, keys=keys)
             app.save_screenshot(filename=f"{name}.svg", path=str(HERE))
@@ -101,13 +106,17 @@ def _png(svg: Path, rsvg: str) -> Path:
     return png
 
 
-def main() -> None:
+def main(only: list[str] | None = None) -> None:
+    """Render every shot, or those named in ``only`` (``python screenshots/make_screenshots.py
+    dashboard-compact``)."""
     rsvg = shutil.which("rsvg-convert")
-    svgs = [asyncio.run(_dashboard(name, *spec)) for name, spec in DASHBOARD.items()]
-    svgs += [render(name, log) for name, log in SHOTS.items()]
+    svgs = [asyncio.run(_dashboard(name, *spec)) for name, spec in DASHBOARD.items() if not only or name in only]
+    svgs += [render(name, log) for name, log in SHOTS.items() if not only or name in only]
     for svg in svgs:
         print(_png(svg, rsvg) if rsvg else svg)
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    main(sys.argv[1:])

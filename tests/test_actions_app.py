@@ -12,7 +12,8 @@ from testhost import TestHost
 from tui.actions import READ_ONLY_MESSAGE, ConfirmScreen, SafeRestartScreen
 from tui.app import make_app
 from tui.config import Config
-from tui.screens import DetailScreen, OverviewScreen
+from tui.detail_screen import DetailScreen
+from tui.screens import OverviewScreen
 from waiting import until
 
 

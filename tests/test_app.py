@@ -6,7 +6,8 @@ import pytest
 
 from probes.clock import ManualClock
 from tui.demo_app import advance_demo, make_demo_app
-from tui.screens import DetailScreen, HelpScreen, OverviewScreen
+from tui.detail_screen import DetailScreen
+from tui.screens import HelpScreen, OverviewScreen
 from widgets.host_card import HostCard
 from widgets.log_pane import LogPane
 

@@ -26,7 +26,7 @@ from probes.data.state import HostState, Knowledge, LogEntry, PhaseSpan, Verdict
 from tui import cli
 from tui.demo_app import advance_demo, make_demo_app
 from tui.report import fence_for, markdown_report, md_code, md_text
-from tui.screens import DetailScreen
+from tui.detail_screen import DetailScreen
 
 T0 = 1_764_000_000.0
 HERE = Path(__file__).parent

@@ -36,7 +36,8 @@ from probes.watch.watcher import HostWatcher
 from tui.actions import ActionController
 from tui.config import Config
 from tui.notify import Notifier
-from tui.screens import DetailScreen, HelpScreen, OverviewScreen
+from tui.detail_screen import DetailScreen
+from tui.screens import HelpScreen, OverviewScreen
 
 RunnerFactory = Callable[[HostSpec], Runner]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from probes.clock import Clock, ScaledClock
@@ -55,7 +56,8 @@ def seed_demo_history(history: History, scenarios: list[Scenario]) -> int:
 
 def make_demo_app(speed: float = 10.0, clock: Clock | None = None, start: float | None = None,
                   read_only: bool = False, history: History | None = None,
-                  seed_history: bool = False) -> UpwatchApp:
+                  seed_history: bool = False, names: list[str] | None = None,
+                  start_watchers: bool = True) -> UpwatchApp:
     """The demo app: the scenarios of :func:`tui.demo.demo_scenarios`, each behind a
     :class:`~probes.transport.replay.runner.ReplayRunner`, on a clock running ``speed`` times faster than real.
 
@@ -69,16 +71,28 @@ def make_demo_app(speed: float = 10.0, clock: Clock | None = None, start: float 
             screenshot script); None (the default) keeps the demo's starts out of any history.
         seed_history: first write made-up earlier starts into ``history``
             (:func:`seed_demo_history`), so typical durations and ETAs show from the beginning.
+        names: a fleet instead of the four hosts: host ``i`` is named ``names[i]`` and runs the
+            scenario ``i % 4`` (:func:`fleet_scenarios`); None: the four demo hosts.
+        start_watchers: False leaves the probes stopped (see :func:`tui.app.make_app`).
     """
     clock = clock or ScaledClock(speed)
     t0 = clock.now() if start is None else start
-    scenarios = {s.host: s for s in demo_scenarios(t0)}
+    scenarios = {s.host: s for s in (demo_scenarios(t0) if names is None else fleet_scenarios(t0, names))}
     if history is not None and seed_history:
         seed_demo_history(history, list(scenarios.values()))
     config = Config(hosts=tuple(HostSpec(s.host, s.unit, s.port, s.engine) for s in scenarios.values()),
                     title="upwatch demo")
     return make_app(config, lambda spec: ReplayRunner(scenarios[spec.name], clock, start=t0), clock,
-                    read_only=read_only, audit=None, history=history, demo=True)
+                    read_only=read_only, audit=None, history=history, demo=True,
+                    start_watchers=start_watchers)
+
+
+def fleet_scenarios(t0: float, names: list[str]) -> list[Scenario]:
+    """The demo's four scenarios (:func:`tui.demo.demo_scenarios` at ``t0``) for a fleet: host ``i``
+    is named ``names[i]`` and runs scenario ``i % 4`` (a start that gets ready, a restart loop, a
+    slow one, one that hangs in graph capture)."""
+    base = demo_scenarios(t0)
+    return [dataclasses.replace(base[i % len(base)], host=name) for i, name in enumerate(names)]
 
 
 async def advance_demo(app: UpwatchApp, clock, pilot, seconds: float, *, host: str | None = None,

@@ -1,27 +1,26 @@
-"""Screens: the overview grid of host cards, a host's detail screen, and help.
+"""Screens: the overview (the grid of host cards, or one row per host) and help (a host's detail
+screen is :mod:`tui.detail_screen`).
 
-Screens render snapshots the app hands them (``update_host``, ``set_now``); they do no I/O except
-asking a watcher for log entries they have not shown yet.
+Screens render snapshots the app hands them (``update_host``, ``set_now``); they do no I/O.
 """
 
 from __future__ import annotations
 
-from textual.css.query import NoMatches
+from collections.abc import Iterable
+
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Header, Input, Label, Static
 
 from probes.data.state import HostState
-from probes.fold.verdict import HEADLINES, headline
-from probes.watch.watcher import HostWatcher
+from probes.fold.verdict import HEADLINES
 from tui.actions import ACTION_BINDINGS, READ_ONLY_FOOTER
-from widgets.detail import GpuHistory, PhaseTimeline, UnitPanel
 from widgets.host_card import HostCard
-from widgets.log_pane import LogPane
-from widgets.overview import CardGrid
-from widgets.text import plain
+from widgets.host_rows import condition
+from widgets.host_table import HostTable
+from widgets.overview import CardGrid, cards_on_screen
 
 HELP_KEYS = """\
 upwatch: is the server up yet?
@@ -31,13 +30,15 @@ Overview
   enter / click    open the host's detail screen
   c                copy a Markdown report of the host (also on the
                    detail screen; OSC 52: `upwatch report HOST` prints it)
+  v                view: auto / cards / compact (a row per host)
+  o, /             rows: order (severity, name, arrival), filter
   ?                this help
   t                light / dark theme
   q, ctrl+c        quit
 """
 
 HELP_ACTIONS = """
-Actions (focused card, or the detail screen; each asks first,
+Actions (focused card or row, or the detail screen; each asks first,
 showing the exact command; escape or n cancels; off with --read-only)
   r                restart the unit
   s                stop the unit
@@ -92,20 +93,22 @@ def summary(states) -> str:
     """``4 hosts: 1 failed · 1 stale · 1 stalled · 1 ready``: the header's answer to "up?", worst
     first, so a narrow terminal cuts the good news, not the bad. Each host counts once: a stale
     host as ``stale`` (its state is only the last known one), a host never reached as
-    ``unreachable``."""
-    states = list(states)
+    ``unreachable`` (:func:`widgets.host_rows.condition`)."""
+    return summary_of(condition(s) for s in states)
+
+
+def summary_of(conditions: Iterable[str]) -> str:
+    """:func:`summary` from each host's :func:`~widgets.host_rows.condition` (the overview keeps
+    them, so a state that changes no host's condition costs no count)."""
     counts: dict[str, int] = {}
-    stale = 0
-    for s in states:
-        h = headline(s)
-        if s.stale_since is not None and h not in ("unreachable", "ssh refused"):
-            stale += 1  # its state is only the last known one: counted as stale, nothing else
-            continue
+    n = 0
+    for h in conditions:
+        n += 1
         counts[h] = counts.get(h, 0) + 1
+    stale = counts.pop("stale", 0)  # its state is only the last known one: counted as stale, nothing else
     parts = [f"{counts[k]} {k}" for k in HEADLINES if counts.get(k)]
     if stale:
         parts.insert(1 if counts.get("failed") else 0, f"{stale} stale")
-    n = len(states)
     return f"{n} host{'s' if n != 1 else ''}: " + " · ".join(parts) if parts else ""
 
 
@@ -128,52 +131,216 @@ class ModeFooter(Footer):
 
 
 class OverviewScreen(Screen[None]):
-    """A grid of host cards that fills the screen (columns of cards at least 60 wide; scrolls when the rows do not fit)."""
+    """Every host: a grid of host cards that fills the screen (columns of cards at least 60 wide;
+    scrolls when the rows do not fit), or the compact view, one row per host (:class:`HostTable`).
 
-    # Arrow keys move between cards in the grid's own layout (CardGrid's bindings).
+    Which one (``v`` cycles; the footer says): ``auto`` (the default) shows the cards while at
+    least half of them, each at its smallest, are on the screen at once
+    (:func:`widgets.overview.cards_on_screen`: up to 20 hosts at 160x48, 4 at 80x24), else the
+    rows: past that, scrolling cards is no overview; ``cards``; ``compact``. The cards are made
+    only when first shown (128 hosts in rows cost no card). The header counts every host.
+    """
+
+    DEFAULT_CSS = """
+    OverviewScreen #filter { dock: bottom; display: none; }
+    OverviewScreen #filter.-open { display: block; }
+    """
+
+    # Arrow keys move between cards in the grid's own layout (CardGrid's bindings), between rows
+    # in the table's (HostTable's).
     BINDINGS = [
         Binding("enter", "open", "Details"),
         Binding("c", "copy_report", "Copy report"),
+        Binding("slash", "filter", "Filter", key_display="/"),
+        Binding("o", "order", "Order"),
+        *(Binding("v", f"cycle_view('{label}')", f"View: {label.replace(':', ' (')}{')' if ':' in label else ''}")
+          for label in ("auto:cards", "auto:compact", "cards", "compact")),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
         *ACTION_BINDINGS,
     ]
 
-    def __init__(self, hosts: list[str]) -> None:
+    #: The views ``v`` cycles through.
+    VIEWS = ("auto", "cards", "compact")
+
+    def __init__(self, hosts: list[str], view: str = "auto") -> None:
         super().__init__()
+        if view not in self.VIEWS:
+            raise ValueError(f"unknown view {view!r}; one of {', '.join(self.VIEWS)}")
         self.hosts = hosts
+        self.view = view
+        self._compact = False  # what is shown now: decided from ``view`` and the screen's size
+        self._grid_behind = True  # states came in while the grid was not shown
         self._states: dict[str, HostState] = {}
+        self._conditions: dict[str, str] = {}  # the header's counts are made of them
+        self._grid = CardGrid(id="grid")
+        self._table = HostTable(id="table")
         self._ready = False  # set once composed: the app's timers may call in before that
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield CardGrid(id="grid")
+        yield self._grid
+        yield self._table
+        yield Input(placeholder="filter the hosts by name or state (plain text, case-insensitive)", id="filter")
         yield ModeFooter()
 
     @property
     def grid(self) -> CardGrid:
-        return self.query_one(CardGrid)
+        return self._grid
+
+    @property
+    def table(self) -> HostTable:
+        return self._table
+
+    @property
+    def compact(self) -> bool:
+        """Whether the rows (not the cards) are shown."""
+        return self._compact
+
+    def _shown(self) -> bool:
+        """Composed and not being torn down (the app's timers call in before and after); cheap:
+        it is asked on every state update, so it must not walk the DOM."""
+        return self._ready and self.table.is_attached
 
     def update_host(self, state: HostState) -> None:
-        if not self._ready or not self.query(CardGrid):
+        if not self._shown():
+            return
+        self._states[state.host] = state
+        cond = condition(state)
+        if self._conditions.get(state.host) != cond:
+            self._conditions[state.host] = cond
+            self.sub_title = summary_of(self._conditions.values())
+        self.table.update_host(state)
+        if self._compact:
+            self._grid_behind = True  # the grid catches up when it is shown
             return
         # The state was judged at the app's one "now": the card gets both at once (tui/app.py).
         self.grid.update_host(state).now = self.app.now  # type: ignore[attr-defined]
-        self._states[state.host] = state
-        self.sub_title = summary(self._states.values())
 
     def set_now(self, now: float) -> None:
-        if self._ready and self.query(CardGrid):
-            self.grid.set_now(now)
+        if self._shown():
+            if self._compact:
+                self.table.set_now(now)
+            else:
+                self.grid.set_now(now)
 
     def on_mount(self) -> None:
         self._ready = True
         app = self.app
         now = app.now  # type: ignore[attr-defined]  # the screen's one clock (tui/app.py)
+        self._compact = self._wants_compact()
         for name in self.hosts:
             self.update_host(app.watchers[name].state(now))  # type: ignore[attr-defined]
-        self.grid.set_now(now)
-        cards = list(self.query(HostCard))
-        if cards:
-            cards[0].focus()
+        self._show_view()
+
+    # --- the view: cards or rows -----------------------------------------------------------------
+
+    def _wants_compact(self) -> bool:
+        if self.view != "auto":
+            return self.view == "compact"
+        size = self.app.size  # the terminal's: known at mount, before this screen's layout
+        n = len(self.hosts)
+        return n > 2 * cards_on_screen(n, size.width, size.height - 2)  # less header and footer
+
+    def _show_view(self) -> None:
+        """Show the cards or the rows (as :attr:`_compact` says); the focus goes to the same host."""
+        grid, table = self.grid, self.table
+        focused = self.focused
+        card_host = focused.state.host if isinstance(focused, HostCard) else None
+        host = card_host or (table.cursor_host if self.focused is table else None)
+        if not self._compact and self._grid_behind:
+            for state in self._states.values():
+                grid.update_host(state)
+            self._grid_behind = False
+        now = self.app.now  # type: ignore[attr-defined]
+        grid.display = not self._compact
+        table.display = self._compact
+        (table if self._compact else grid).set_now(now)
+        if self._compact:
+            if card_host is not None:
+                table.move_to_host(card_host)
+            table.focus()
+        else:
+            self._close_filter()
+            card = grid.card(host) if host is not None else None
+            cards = self._cards()
+            if card is None and cards:
+                card = cards[0]
+            if card is not None:
+                card.focus()
+                card.scroll_visible(animate=False)
+        self.refresh_bindings()
+
+    def on_resize(self, event) -> None:
+        if self._ready and self.view == "auto" and self._wants_compact() != self._compact:
+            self._compact = not self._compact
+            self._show_view()
+
+    @property
+    def _view_label(self) -> str:
+        if self.view == "auto":
+            return f"auto:{'compact' if self._compact else 'cards'}"
+        return self.view
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The ``v`` binding whose words say the view shown; ``/``, ``o`` and escape only over the rows."""
+        if action == "cycle_view":
+            return parameters[0] == self._view_label
+        if action in ("filter", "order", "clear_filter"):
+            return self._compact
+        return True
+
+    def action_cycle_view(self, _shown: str) -> None:
+        """``v``: the next of :data:`VIEWS` (auto, cards, compact)."""
+        self.set_view(self.VIEWS[(self.VIEWS.index(self.view) + 1) % len(self.VIEWS)])
+
+    def set_view(self, view: str) -> None:
+        """Show ``view`` (one of :data:`VIEWS`).
+
+        Raises:
+            ValueError: for another view.
+        """
+        if view not in self.VIEWS:
+            raise ValueError(f"unknown view {view!r}; one of {', '.join(self.VIEWS)}")
+        self.view = view
+        compact = self._wants_compact()
+        if compact != self._compact:
+            self._compact = compact
+            self._show_view()
+        self.refresh_bindings()
+
+    def action_order(self) -> None:
+        """``o``: sort the rows by the next order (severity, name, arrival); the header says which."""
+        self.table.cycle_order()
+
+    # --- the rows' filter --------------------------------------------------------------------------
+
+    def action_filter(self) -> None:
+        """``/``: open the filter box; the rows narrow as you type."""
+        box = self.query_one("#filter", Input)
+        box.add_class("-open")
+        box.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "filter":
+            self.table.set_filter(event.value.strip())
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "filter":
+            event.input.remove_class("-open")  # the filter stays; escape clears it
+            self.table.focus()
+
+    def action_clear_filter(self) -> None:
+        """Escape: clear the filter and close its box."""
+        self._close_filter()
+        self.table.focus()
+
+    def _close_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.value = ""
+        box.remove_class("-open")
+        self.table.set_filter("")
+
+    # --- keys on a host ---------------------------------------------------------------------------
 
     def _cards(self) -> list[HostCard]:
         return list(self.query(HostCard))
@@ -189,9 +356,9 @@ class OverviewScreen(Screen[None]):
         target.scroll_visible()
 
     def action_open(self) -> None:
-        focused = self.focused
-        if isinstance(focused, HostCard):
-            self.app.open_detail(focused.state.host)  # type: ignore[attr-defined]
+        host = self._target_host(quiet=True)
+        if host is not None:
+            self.app.open_detail(host)  # type: ignore[attr-defined]
 
     def _target_card(self) -> HostCard | None:
         """The card a key acts on: the focused one, else the only one; None (and a toast saying
@@ -205,182 +372,39 @@ class OverviewScreen(Screen[None]):
             return None
         return cards[0]
 
-    def action_unit_action(self, action: str) -> None:
-        """An action key: it acts on the focused card's host."""
+    def _target_host(self, quiet: bool = False) -> str | None:
+        """The host a key acts on: over the rows, the row under the cursor (None and a toast when
+        the filter leaves none); over the cards, :meth:`_target_card`'s; ``quiet``: no toast
+        over the cards, only the focused card counts (enter)."""
+        if self._compact:
+            host = self.table.cursor_host
+            if host is None:
+                self.app.notify("no host row: the filter leaves none (escape clears it)", markup=False)
+            return host
+        if quiet:
+            focused = self.focused
+            return focused.state.host if isinstance(focused, HostCard) else None
         card = self._target_card()
-        if card is not None:
-            self.app.request_action(card.state.host, action)  # type: ignore[attr-defined]
+        return card.state.host if card is not None else None
+
+    def action_unit_action(self, action: str) -> None:
+        """An action key: it acts on the focused card's host, or the host of the row under the cursor."""
+        host = self._target_host()
+        if host is not None:
+            self.app.request_action(host, action)  # type: ignore[attr-defined]
 
     def action_copy_report(self) -> None:
-        """``c``: copy the Markdown report of the focused card's host (the only card's, when one)."""
-        card = self._target_card()
-        if card is not None:
-            self.app.copy_report(card.state.host)  # type: ignore[attr-defined]
+        """``c``: copy the Markdown report of the focused card's host (the only card's, when one),
+        or of the row under the cursor."""
+        host = self._target_host()
+        if host is not None:
+            self.app.copy_report(host)  # type: ignore[attr-defined]
 
     def on_host_card_selected(self, message: HostCard.Selected) -> None:
         self.app.open_detail(message.host)  # type: ignore[attr-defined]
 
-
-class DetailScreen(Screen[None]):
-    """One host: its card, the log pane, the phase timeline, GPU history and the unit's state."""
-
-    DEFAULT_CSS = """
-    DetailScreen #body { height: 1fr; }
-    DetailScreen LogPane { width: 1fr; height: 1fr; border: round $panel-lighten-2; }
-    DetailScreen #side { width: 52; max-width: 40%; height: 1fr; }
-    DetailScreen #side > * { border: round $panel-lighten-2; height: auto; }
-    DetailScreen #filter { dock: bottom; display: none; }
-    DetailScreen #filter.-open { display: block; }
-    DetailScreen #status { height: 1; color: $text-muted; }
-    """
-
-    BINDINGS = [
-        Binding("escape", "back", "Back"),
-        Binding("slash", "filter", "Filter", key_display="/"),
-        Binding("n", "next_match", "Next match"),
-        Binding("N", "prev_match", "Prev match", key_display="N"),
-        Binding("e", "error", "Error"),
-        Binding("f", "follow", "Follow"),
-        Binding("c", "copy_report", "Copy report"),
-        *ACTION_BINDINGS,
-    ]
-
-    def __init__(self, watcher: HostWatcher) -> None:
-        super().__init__()
-        self.watcher = watcher
-        self.last_seq = 0
-        self._ready = False  # set once composed: the app's timers may call in before that
-
-    def compose(self) -> ComposeResult:
-        yield Header()
-        yield HostCard(self.watcher.state(), id="card")
-        with Horizontal(id="body"):
-            yield LogPane(id="log")
-            with VerticalScroll(id="side"):
-                yield PhaseTimeline(id="timeline")
-                yield GpuHistory(id="gpus")
-                yield UnitPanel(id="unit")
-        yield Static("", id="status", markup=False)
-        yield Input(placeholder="filter the log (plain text, case-insensitive)", id="filter")
-        yield ModeFooter()
-
-    @property
-    def log_pane(self) -> LogPane:
-        return self.query_one(LogPane)
-
-    def on_mount(self) -> None:
-        self._ready = True
-        self.sub_title = plain(self.watcher.name, max_chars=80)  # host text: no escapes
-        self.on_resize(None)
-        self.update_host(self.watcher.state(self.app.now))  # type: ignore[attr-defined]
-        self.set_now(self.app.now)  # type: ignore[attr-defined]
-        self.log_pane.focus()
-
-    def update_host(self, state: HostState) -> None:
-        if state.host != self.watcher.name or not self._ready or not self.query(HostCard):
-            return
-        now = self.app.now  # type: ignore[attr-defined]  # the one the state was judged at
-        try:  # mounting or being torn down: the panels come and go one by one
-            card, timeline = self.query_one(HostCard), self.query_one(PhaseTimeline)
-            gpus, unit = self.query_one(GpuHistory), self.query_one(UnitPanel)
-        except NoMatches:
-            return
-        card.state = state
-        card.now = now
-        timeline.update_state(state, now)
-        gpus.update_state(state)
-        unit.update_state(state, now)
-        new = self.watcher.entries_after(self.last_seq)
-        if new:
-            self.last_seq = new[-1].seq
-            self.log_pane.append(new)
-
-    def on_resize(self, event) -> None:
-        """The verdict first, then the log: below 30 rows the card is compact (its first line,
-        phases, times and the whole verdict; no GPU strip or last line, the panes below have
-        them), below 20 rows it goes (the header still names the host). Below 100 columns the
-        side panels go, so the log pane has the whole width (beside them it would be under 60)."""
-        if self._ready:
-            size = self.app.size  # the terminal's: known at mount, before this screen's layout
-            card = self.query_one(HostCard)
-            card.display = size.height >= 20
-            card.set_class(size.height < 30, "-compact")
-            self.query_one("#side").display = size.width >= 100
-
-    def set_now(self, now: float) -> None:
-        if not self._ready or not self.query(HostCard):
-            return  # not composed yet, or being torn down (the app's timers fire until exit)
-        self.query_one(HostCard).now = now
-        state = self.watcher.state(now)
-        self.query_one(PhaseTimeline).update_state(state, now)
-        self.query_one(UnitPanel).update_state(state, now)
-
-    def _say(self, text: str) -> None:
-        self.query_one("#status", Static).update(text)
-
-    def action_back(self) -> None:
-        box = self.query_one("#filter", Input)
-        if box.has_class("-open"):
-            box.value = ""
-            box.remove_class("-open")
-            self.log_pane.set_filter(None)
-            self._say("")
-            self.log_pane.focus()
-            return
-        self.app.pop_screen()
-
-    def action_filter(self) -> None:
-        box = self.query_one("#filter", Input)
-        box.add_class("-open")
-        box.focus()
-
-    def on_input_changed(self, event: Input.Changed) -> None:
-        self.log_pane.set_filter(event.value or None)
-        self.log_pane.search(event.value)
-        self.log_pane.scroll_to(x=0, animate=False)  # matches start at the left edge
-        self._say(f"filter: {event.value}" if event.value else "")
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.input.remove_class("-open")
-        self.log_pane.focus()
-        self._say(f"filter: {event.value}" if event.value else "")
-
-    def action_next_match(self) -> None:
-        if not self.log_pane.search_term:
-            self._say("nothing to step through: press / and type what to look for")
-            return
-        self.log_pane.next_match()
-
-    def action_prev_match(self) -> None:
-        if not self.log_pane.search_term:
-            self._say("nothing to step through: press / and type what to look for")
-            return
-        self.log_pane.prev_match()
-
-    def action_error(self) -> None:
-        err = self.watcher.state().error
-        if err is None:
-            self._say("no error line in this start")
-            return
-        self.log_pane.set_filter(None)
-        self.query_one("#filter", Input).value = ""
-        self.log_pane.scroll_to(x=0, animate=False)
-        if not self.log_pane.jump_to_seq(err.line):
-            self._say("the error line is older than the lines kept")
-        else:
-            self._say(f"error line {err.line}: {err.cause}")
-
-    def action_unit_action(self, action: str) -> None:
-        """An action key: it acts on this screen's host."""
-        self.app.request_action(self.watcher.name, action)  # type: ignore[attr-defined]
-
-    def action_copy_report(self) -> None:
-        """``c``: copy the Markdown report of this screen's host."""
-        self.app.copy_report(self.watcher.name)  # type: ignore[attr-defined]
-
-    def action_follow(self) -> None:
-        self.log_pane.follow = not self.log_pane.follow
-        self._say("following the tail" if self.log_pane.follow else "follow off")
+    def on_host_table_selected(self, message: HostTable.Selected) -> None:
+        self.app.open_detail(message.host)  # type: ignore[attr-defined]
 
 
 class HelpScreen(ModalScreen[None]):

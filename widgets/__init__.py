@@ -6,6 +6,8 @@
 * :mod:`widgets.gpu_strip`: ``GpuStrip`` (memory bar and utilisation per GPU, two lines).
 * :mod:`widgets.host_card`: ``HostCard`` (one host, as tall as what it says), ``HostCard.Selected``.
 * :mod:`widgets.overview`: ``CardGrid`` (the cards, filling the screen: two columns from 120 cells).
+* :mod:`widgets.host_table`: ``HostTable`` (the compact overview: one row per host, sorted, filtered,
+  only the rows in view drawn); :mod:`widgets.host_rows`: what a row says (pure).
 * :mod:`widgets.log_pane`: ``LogPane`` (capped, filterable, searchable journal lines).
 * :mod:`widgets.detail`: ``PhaseTimeline``, ``GpuHistory``, ``UnitPanel``.
 * :mod:`widgets.fmt`: clock times (UTC), durations, sizes, phase and rung words.

@@ -16,12 +16,10 @@ from textual.widget import Widget
 from probes.fold.eta import typical_words
 from probes.fold.download import download_words
 from probes.data.state import HostState
-from widgets.fmt import PHASE_LABELS, duration, hms
+from widgets.fmt import PHASE_LABELS, duration, hms, level_block
 from widgets.text import host_text, plain
 
 __all__ = ["PhaseTimeline", "GpuHistory", "UnitPanel", "spark"]
-
-_BLOCKS = "▁▂▃▄▅▆▇█"
 
 
 def spark(values: list[float | None], width: int, top: float) -> str:
@@ -34,7 +32,7 @@ def spark(values: list[float | None], width: int, top: float) -> str:
             out.append(" ")
         else:
             f = max(0.0, min(1.0, v / top)) if top else 0.0
-            out.append(_BLOCKS[min(7, int(f * 8))])
+            out.append(level_block(f))
     return "".join(out).rjust(max(0, width))
 
 

@@ -7,7 +7,8 @@ import time
 
 from probes.fold.verdict import fmt_span
 
-__all__ = ["hms", "duration", "gib", "PHASE_LABELS", "PHASE_SHORT", "RUNG_WORDS"]
+__all__ = ["hms", "duration", "gib", "level_block", "PHASE_LABELS", "PHASE_SHORT", "RUNG_WORDS", "STATE_WORDS",
+           "STATE_LOOK", "RUNG_LOOK", "BLOCKS"]
 
 #: Phase ids (``probes.data.vocab.PHASES``) as operators read them.
 PHASE_LABELS: dict[str, str] = {
@@ -24,6 +25,25 @@ RUNG_WORDS: dict[str, str] = {
     "inactive": "not running", "port_closed": "port closed", "http_unhealthy": "HTTP unhealthy",
     "healthy": "healthy", "serving": "serving", "unknown": "no health data",
 }
+#: A host's condition (:func:`probes.fold.verdict.headline`) as its first word on a card or a row.
+STATE_WORDS: dict[str, str] = {"waiting": "WAITING", "loading": "LOADING", "ready": "READY", "failed": "FAILED",
+                               "stopped": "STOPPED"}
+#: The look (a widget's component class suffix: muted, busy, ok, warn, error) of each condition.
+STATE_LOOK: dict[str, str] = {
+    "waiting": "muted", "loading": "busy", "ready": "ok", "failed": "error", "stopped": "warn", "stalled": "warn",
+    "restart loop": "error", "unreachable": "error", "ssh refused": "error", "cannot see": "warn",
+    "no such unit": "error"}
+#: The look of each readiness rung, and whether it is bold.
+RUNG_LOOK: dict[str, tuple[str, bool]] = {
+    "inactive": ("error", False), "port_closed": ("warn", False), "http_unhealthy": ("warn", False),
+    "healthy": ("ok", False), "serving": ("ok", True), "unknown": ("muted", False)}
+#: Eight block heights, empty to full.
+BLOCKS = "▁▂▃▄▅▆▇█"
+
+
+def level_block(fraction: float) -> str:
+    """A fraction (0..1; outside is clamped) as one of :data:`BLOCKS` (a GPU's memory in one cell)."""
+    return BLOCKS[max(0, min(7, int(fraction * 8)))]
 
 
 def hms(t: float | None) -> str:

@@ -27,12 +27,11 @@ from textual.widget import Widget
 from probes.data.events import CONNECTION_KINDS
 from probes.data.events import GpuReading, GpuSample, ProbeFailure
 from probes.data.state import HostState
-from widgets.fmt import gib, hms
+from widgets.fmt import gib, hms, level_block
 from widgets.text import host_text, plain
 
 __all__ = ["GpuStrip", "note_word"]
 
-_BLOCKS = "▁▂▃▄▅▆▇█"
 _BOLD = Style(bold=True)
 _ITALIC = Style(italic=True)
 
@@ -181,7 +180,7 @@ class GpuStrip(Widget):
         frac = g.mem_fraction
         hot = frac is not None and frac >= 0.95
         if fmt == "tiny":
-            t.append(_BLOCKS[min(7, int(frac * 8))] if frac is not None else "?",
+            t.append(level_block(frac) if frac is not None else "?",
                      self._style("hot" if hot else "bar") if frac is not None else na)
             u = _util(g.util_pct)
             t.append(f"{u:>5}", na if g.util_pct is None else value)

@@ -43,7 +43,7 @@ from probes.fold.eta import about, eta_for
 from probes.fold.download import download_words
 from probes.data.state import HostState
 from probes.fold.verdict import headline, reconnect_words
-from widgets.fmt import PHASE_LABELS, RUNG_WORDS, duration
+from widgets.fmt import PHASE_LABELS, RUNG_LOOK, RUNG_WORDS, STATE_LOOK, STATE_WORDS, duration
 from widgets.gpu_strip import GpuStrip
 from widgets.phase_bar import PhaseBar, progress_label
 from widgets.text import host_text, plain
@@ -53,17 +53,9 @@ __all__ = ["HostCard", "STATE_CLASSES"]
 #: The card's CSS classes for a start's state (exactly one is set) and the orthogonal ones.
 STATE_CLASSES = {"waiting": "-waiting", "loading": "-loading", "ready": "-ready", "failed": "-failed",
                  "stopped": "-stopped"}
-_STATE_WORDS = {"waiting": "WAITING", "loading": "LOADING", "ready": "READY", "failed": "FAILED",
-                "stopped": "STOPPED"}
 _LEVEL_CLASSES = ("-ok", "-info", "-warning", "-error")
 #: The card's classes that its state sets and clears.
 _STATE_DECIDES = {*STATE_CLASSES.values(), "-warning", "-stale"}
-#: Component class (and bold) of each start state's word and of each readiness rung.
-_STATE_LOOK = {"waiting": "muted", "loading": "busy", "ready": "ok", "failed": "error", "stopped": "warn",
-               "stalled": "warn", "restart loop": "error", "unreachable": "error", "ssh refused": "error", "cannot see": "warn",
-               "no such unit": "error"}
-_RUNG_LOOK = {"inactive": ("error", False), "port_closed": ("warn", False), "http_unhealthy": ("warn", False),
-              "healthy": ("ok", False), "serving": ("ok", True), "unknown": ("muted", False)}
 _BOLD = Style(bold=True)
 
 
@@ -307,15 +299,15 @@ class HostCard(Widget, can_focus=True):
             t.append(f"STALE {duration(now - s.stale_since)}" if now else "STALE", self._style("stale"))
             t.append(" ")
         word = headline(s)
-        t.append(_STATE_WORDS.get(word, word.upper()),
-                 self._style(_STATE_LOOK[word]) + _BOLD if word in _STATE_LOOK else _BOLD)
+        t.append(STATE_WORDS.get(word, word.upper()),
+                 self._style(STATE_LOOK[word]) + _BOLD if word in STATE_LOOK else _BOLD)
         t.append("  ")
         t.append_text(host_text(s.unit, max_chars=60))
         t.append_text(sep)
         t.append_text(host_text(s.engine, max_chars=20, style=self._style("muted")))
         t.append_text(sep)
         rung = s.readiness if s.readiness in RUNG_WORDS else "unknown"
-        look, bold = _RUNG_LOOK[rung]
+        look, bold = RUNG_LOOK[rung]
         t.append(RUNG_WORDS[rung], self._style(look) + _BOLD if bold else self._style(look))
         if s.restart_counter is not None:
             t.append_text(sep)

@@ -13,7 +13,24 @@ from textual.layouts.grid import GridLayout
 from probes.data.state import HostState
 from widgets.host_card import HostCard
 
-__all__ = ["CardGrid"]
+__all__ = ["CardGrid", "CARD_ROWS", "grid_columns", "cards_on_screen"]
+
+#: Rows a card takes at its smallest: a one-line verdict, its border included (widgets/host_card.py).
+CARD_ROWS = 9
+
+
+def grid_columns(cards: int, width: int, min_card_width: int = 60) -> int:
+    """How many columns ``width`` cells hold: cards at least ``min_card_width`` wide, at most one
+    column per card, at least one."""
+    return max(1, min(cards or 1, width // max(1, min_card_width)))
+
+
+def cards_on_screen(cards: int, width: int, height: int, min_card_width: int = 60) -> int:
+    """How many of ``cards`` cards, each at its smallest (:data:`CARD_ROWS`), a grid of ``width``
+    x ``height`` cells shows without scrolling (at 160x46: 2 columns of 5 rows, 10; at 80x22: 2),
+    at least one. Known before any card is made: the overview's ``auto`` view asks it."""
+    columns = grid_columns(cards, width, min_card_width)
+    return max(1, min(cards, columns * (height // CARD_ROWS)))
 
 
 class CardGrid(ScrollableContainer, can_focus=False):
@@ -101,9 +118,8 @@ class CardGrid(ScrollableContainer, can_focus=False):
             card.now = now
 
     def columns_for(self, width: int) -> int:
-        """How many columns ``width`` cells hold: cards at least ``min_card_width`` wide, at
-        most one column per card, at least one."""
-        return max(1, min(len(self._cards) or 1, width // max(1, self.min_card_width)))
+        """How many columns ``width`` cells hold (:func:`grid_columns` for the cards it has)."""
+        return grid_columns(len(self._cards), width, self.min_card_width)
 
     def pre_layout(self, layout: Layout) -> None:
         """Before each layout: the columns for the width, and the rows (see the class docstring)."""

@@ -23,14 +23,15 @@ from probes.data.reading import Progress
 from probes.data.state import HostState
 from widgets.fmt import PHASE_SHORT
 
-__all__ = ["PhaseBar", "progress_label", "phase_cells"]
+__all__ = ["PhaseBar", "progress_label", "phase_cells", "current_progress", "PHASE_ICONS"]
 
 #: Three-letter labels for narrow bars.
 _TINY = {"starting": "Sta", "download": "Dl", "weights": "Wgt", "init": "Ini",
          "graph_capture": "Gra", "warmup": "Wrm", "ready": "Rdy"}
 #: What a progress bar counts, per phase.
 _UNIT_WORD = {"weights": "shards", "graph_capture": "batches", "download": ""}
-_ICON = {"done": "✓", "skipped": "–", "current": "▸", "ready": "●", "failed": "✗", "stopped": "■",
+#: The mark of a phase as :func:`phase_cells` says it is shown.
+PHASE_ICONS = {"done": "✓", "skipped": "–", "current": "▸", "ready": "●", "failed": "✗", "stopped": "■",
          "future": " "}
 #: Widest a segment grows on a wide screen, in cells.
 _MAX_SEGMENT = 16
@@ -92,6 +93,17 @@ def phase_cells(phase: str, status: str, visited: frozenset[str] | None = None) 
     return out
 
 
+def current_progress(state: HostState) -> Progress | None:
+    """The progress a bar draws inside the current phase: the state's own bar, or, when it has
+    none for this phase, a download with a known total (vLLM's silent fetch inside Weight load);
+    None when neither. (The bar fills only when the returned progress is the current phase's.)"""
+    progress = state.progress
+    d = state.download
+    if d is not None and d.expected_bytes and (progress is None or progress.phase != state.phase):
+        return Progress(state.phase, d.bytes, d.expected_bytes)
+    return progress
+
+
 class PhaseBar(Widget):
     """One line: the seven phases of a start (see module docstring).
 
@@ -138,14 +150,9 @@ class PhaseBar(Widget):
             self.refresh()
 
     def update_state(self, state: HostState) -> None:
-        """Show a host's current start (a download with a known total fills the current phase
-        when it has no bar of its own: vLLM's silent fetch inside Weight load)."""
+        """Show a host's current start (its progress as :func:`current_progress` says)."""
         visited = frozenset(s.phase for s in state.phases) if state.phases else None
-        progress = state.progress
-        d = state.download
-        if d is not None and d.expected_bytes and (progress is None or progress.phase != state.phase):
-            progress = Progress(state.phase, d.bytes, d.expected_bytes)
-        self.show(state.phase, state.state, progress, visited)
+        self.show(state.phase, state.state, current_progress(state), visited)
 
     def render(self) -> Text:
         phase, status, progress, visited = self._view
@@ -174,9 +181,9 @@ class PhaseBar(Widget):
             if i:
                 out.append(sep)
             if labels is None:
-                body = _ICON[kind] if kind != "future" else "·"
+                body = PHASE_ICONS[kind] if kind != "future" else "·"
             else:
-                body = f"{_ICON[kind]} {labels[p]}"
+                body = f"{PHASE_ICONS[kind]} {labels[p]}"
             body = body[:seg].ljust(seg)
             style = self._style("future" if kind == "skipped" else kind)
             if kind == "current" and progress is not None and progress.phase == p:

@@ -1,0 +1,293 @@
+"""The compact overview (issue 17): one row per host, sorted, filtered, with a cursor; shown on its
+own when the cards do not fit. The fleet is 128 real watchers (the demo's four scenarios, each 32
+times under other names: tui.demo_app.fleet_scenarios) whose models are fed the scenarios' journals up to 400 s in, so the rows
+are the real model's states; nothing of the table is mocked."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from rich.style import Style
+
+from probes.clock import ManualClock
+from probes.data.state import HostState, Verdict
+from probes.logs.journal_json import parse_record
+from tui.app import UpwatchApp
+from tui.demo_app import fleet_scenarios, make_demo_app
+from tui.detail_screen import DetailScreen
+from tui.screens import OverviewScreen
+from widgets.host_card import HostCard
+from widgets.host_rows import SEVERITY, condition, matches, row_cells, row_text, sort_key
+from widgets.host_table import HostTable
+
+T0 = 1_764_000_000.0
+#: Markup, escapes (OSC title, CSI clear, 8-bit CSI), a bidi override and a bell, in one name.
+HOSTILE = "[bold red]evil[/] \x1b]0;pwned\x07\x1b[2J\x9b31m\u202eeman"
+
+
+def fleet_app(n: int = 128, hostile: bool = False) -> UpwatchApp:
+    """``n`` hosts named ``gpu-000``...: host i runs the demo's scenario i % 4
+    (:func:`tui.demo_app.fleet_scenarios`); its model has read that scenario's journal up to 400 s
+    (watchers not started: the state is the model's, fixed). ``hostile``: host 1 (a failing one)
+    is named :data:`HOSTILE` instead."""
+    names = [f"gpu-{i:03d}" for i in range(n)]
+    if hostile:
+        names[1] = HOSTILE
+    app = make_demo_app(clock=ManualClock(T0 + 400), start=T0, names=names, start_watchers=False)
+    for sc in fleet_scenarios(T0, names):
+        app.watchers[sc.host].model.apply_all(
+            parse_record(json.dumps(dict(e.fields))) for e in sc.journal if e.offset_s <= 400)
+    return app
+
+
+def _screen_text(app) -> str:
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+async def _send(app, pilot, *keys: str) -> None:
+    """Post ``keys`` back to back, as a terminal delivers a held key (no turn of the event loop
+    between them), then let the app handle them all."""
+    for key in keys:
+        app.simulate_key(key)
+    await pilot.pause()
+    await pilot.pause()
+
+
+async def _settle(app, pilot) -> None:
+    app.tick()
+    app.flush()
+    await pilot.pause()
+
+
+# --- the rows, without an app -----------------------------------------------------------------------
+
+
+def _style(_look: str) -> Style:
+    return Style()
+
+
+def test_a_row_lays_its_cells_out_in_columns_and_cuts_the_verdict_to_fit():
+    s = HostState(host="gpu-node-7", unit="sglang.service", state="failed", phase="init", restart_counter=3,
+                  restart_loop=True, readiness="inactive",
+                  verdict=Verdict("error", "Restart loop: 3 starts failed in 2m44s, each CUDA out of memory during "
+                                  "Init; lower --mem-fraction-static or free the GPUs. " * 2))
+    cells = row_cells(s, T0)
+    assert (cells.word, cells.word_look, cells.phase_label, cells.restarts, cells.level) == (
+        "FAILED", "error", "Init", "3 loop", "error")
+    row = row_text(cells, 160, _style).plain
+    assert len(row) == 160 and row.endswith("…")
+    assert row.startswith("gpu-node-7".ljust(21) + "FAILED".ljust(14) + "✗ Init")
+    assert row.index("not running") == 21 + 14 + 17 + 7
+    assert row.index("3 loop") == 21 + 14 + 17 + 7 + 15 + 10
+    assert "Restart loop: 3 starts failed" in row
+    # A narrow row drops the GPUs (then restarts, then the ETA) before the verdict gets too narrow.
+    narrow = row_text(cells, 100, _style).plain
+    assert len(narrow) == 100 and "3 loop" not in narrow and "Restart loop" in narrow
+
+
+def test_hostile_host_name_and_verdict_stay_inert_text_in_a_row():
+    s = HostState(host=HOSTILE, unit="u", state="failed", verdict=Verdict("error", "[link=x]boom[/link] " + HOSTILE))
+    row = row_text(row_cells(s, T0), 160, _style).plain
+    assert "[bold red]evil[/]" in row and "[link=x]boom[/link]" in row  # markup stays characters
+    assert not any(c in row for c in "\x1b\x07\x9b\u202e")  # no escape, bell, C1 or bidi control
+
+
+def test_severity_puts_broken_and_stuck_hosts_first_then_starts_then_ready():
+    mk = dataclasses.replace
+    base = HostState(host="h", unit="u")
+    states = {
+        "ready": mk(base, host="a-ready", state="ready", readiness="serving"),
+        "unhealthy": mk(base, host="b-unhealthy", state="ready", readiness="http_unhealthy"),
+        "loading": mk(base, host="c-loading", state="loading"),
+        "waiting": mk(base, host="d-waiting"),
+        "stale": mk(base, host="e-stale", state="loading", stale_since=T0, updated=T0 - 5),
+        "failed": mk(base, host="f-failed", state="failed"),
+        "stalled": mk(base, host="g-stalled", state="loading", verdict=Verdict("warning", "no line", kind="stalled")),
+        "stopped": mk(base, host="h-stopped", state="stopped"),
+    }
+    order = sorted(states.values(), key=lambda s: sort_key("severity", s, 0))
+    assert [s.host for s in order] == ["f-failed", "g-stalled", "e-stale", "c-loading", "d-waiting", "h-stopped",
+                                       "b-unhealthy", "a-ready"]
+    assert [condition(s) for s in order] == sorted((condition(s) for s in order), key=SEVERITY.index)
+    assert matches(states["failed"], "FAIL") and matches(states["stale"], "stale")
+    assert matches(states["ready"], "a-re") and not matches(states["ready"], "fail")
+
+
+# --- the compact view in the app ------------------------------------------------------------------------
+
+
+async def test_128_hosts_at_160x48_show_one_row_each_worst_first_and_no_card():
+    app = fleet_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _settle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, OverviewScreen) and screen.compact
+        table = screen.query_one(HostTable)
+        assert app.focused is table and table.total == 128 and len(table.rows) == 128
+        assert not screen.query(HostCard)  # the cards are made only when shown
+        text = _screen_text(app)
+        assert "128 hosts: 32 failed · 32 stalled · 64 ready" in text  # the header counts every host
+        assert "order: severity · 128 hosts" in text and "View: auto (compact)" in text
+        conds = [condition(table.state(h)) for h in table.rows]
+        assert conds == sorted(conds, key=SEVERITY.index) and conds[0] == "failed" and conds[-1] == "ready"
+        lines = text.splitlines()
+        first = lines[2]  # under the app's header and the table's
+        assert first.startswith("gpu-001") and "FAILED" in first and "Restart loop: 3 starts failed" in first
+        assert sum(1 for ln in lines if ln.startswith("gpu-")) == 48 - 3  # header, titles, footer
+
+
+async def test_down_ten_times_at_once_moves_ten_rows_and_scrolls_with_the_cursor():
+    app = fleet_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _settle(app, pilot)
+        table = app.screen.query_one(HostTable)
+        await _send(app, pilot, *["down"] * 10)
+        assert table.cursor == 10
+        await _send(app, pilot, *["down"] * 50)
+        assert table.cursor == 60 and table.scroll_y > 0
+        shown = _screen_text(app)
+        assert table.cursor_host in shown  # the cursor's row is on screen
+        await pilot.press("end")
+        assert table.cursor == 127
+        await pilot.press("home", "pagedown")
+        assert table.cursor == 48 - 3
+
+
+async def test_the_filter_narrows_the_rows_as_you_type_and_escape_clears_it():
+    app = fleet_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _settle(app, pilot)
+        table = app.screen.query_one(HostTable)
+        await pilot.press("slash", *"gpu-01")
+        await pilot.pause()
+        assert sorted(table.rows) == [f"gpu-{i:03d}" for i in range(10, 20)]
+        assert "10 of 128 hosts · filter: gpu-01" in _screen_text(app)
+        await pilot.press("2")
+        await pilot.pause()
+        assert table.rows == ["gpu-012"]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert len(table.rows) == 128 and app.focused is table
+        # By state: enter keeps the filter and gives the keys back to the rows.
+        await pilot.press("slash", *"fail", "enter")
+        await pilot.pause()
+        assert len(table.rows) == 32 and all(condition(table.state(h)) == "failed" for h in table.rows)
+        assert app.focused is table and "32 of 128" in _screen_text(app)
+
+
+async def test_o_cycles_the_order_and_the_header_says_it():
+    app = fleet_app(24)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _settle(app, pilot)
+        table = app.screen.query_one(HostTable)
+        assert app.screen.compact  # 10 of 24 cards would be on a 160x48 screen
+        await pilot.press("o")
+        await pilot.pause()
+        assert table.order == "name" and table.rows == sorted(table.rows) and "order: name" in _screen_text(app)
+        await pilot.press("o")
+        await pilot.pause()
+        assert table.order == "arrival" and table.rows == list(app.watchers)
+        await pilot.press("o")
+        assert table.order == "severity"
+
+
+async def test_enter_opens_the_detail_of_the_row_under_the_cursor_and_keys_act_on_it():
+    app = fleet_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _settle(app, pilot)
+        table = app.screen.query_one(HostTable)
+        await pilot.press("down", "down", "down")
+        host = table.cursor_host
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, DetailScreen) and app.screen.watcher.name == host
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, OverviewScreen) and table.cursor_host == host and app.focused is table
+        copied = []
+        app.copy_report = copied.append  # type: ignore[method-assign]  # c asks the app for this host's report
+        await pilot.press("c")
+        assert copied == [host]
+
+
+async def test_a_state_change_redraws_only_its_row_and_off_screen_changes_draw_nothing():
+    app = fleet_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _settle(app, pilot)
+        screen = app.screen
+        table = screen.query_one(HostTable)
+        await pilot.pause()
+        visible, hidden = table.rows[5], table.rows[100]
+        for host, sentence in ((visible, "A new sentence."), (hidden, "Another one.")):
+            before = table.rows_drawn
+            st = table.state(host)
+            kind = st.verdict.kind if st.verdict is not None else ""  # the same condition: no re-sort
+            screen.update_host(dataclasses.replace(st, verdict=Verdict("info", sentence, kind=kind)))
+            await pilot.pause()
+            assert table.rows_drawn - before == (1 if host == visible else 0)
+        assert "A new sentence." in _screen_text(app)
+        before = table.rows_drawn
+        screen.update_host(dataclasses.replace(table.state(visible), last_line="a line no cell shows"))
+        app.tick()
+        app.flush()
+        await pilot.pause()
+        assert table.rows_drawn == before  # a tick that changes no visible cell draws no row
+
+
+async def test_v_cycles_auto_cards_compact_and_a_few_hosts_show_cards_in_auto():
+    from probes.clock import ManualClock as Clock
+
+    app = make_demo_app(clock=Clock(T0))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _settle(app, pilot)
+        screen = app.screen
+        assert not screen.compact and len(screen.query(HostCard)) == 4 and "View: auto (cards)" in _screen_text(app)
+        await pilot.press("down")  # the card below: gpu-node-3
+        await pilot.press("v")
+        assert screen.view == "cards" and not screen.compact
+        await pilot.press("v")
+        await pilot.pause()
+        table = screen.query_one(HostTable)
+        assert screen.view == "compact" and screen.compact and app.focused is table
+        assert table.cursor_host == "gpu-node-3" and "View: compact" in _screen_text(app)  # the same host
+        await pilot.press("v")
+        await pilot.pause()
+        assert screen.view == "auto" and not screen.compact
+        assert isinstance(app.focused, HostCard) and app.focused.state.host == "gpu-node-3"
+
+
+async def test_a_hostile_host_name_is_shown_as_its_characters():
+    app = fleet_app(24, hostile=True)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _settle(app, pilot)
+        table = app.screen.query_one(HostTable)
+        assert table.rows[0] == HOSTILE  # a failed host, named first of the failed
+        row = _screen_text(app).splitlines()[2]
+        assert row.startswith("[bold red]evil[/] ") and "FAILED" in row
+        assert not any(c in row for c in "\x1b\x07\x9b\u202e")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, DetailScreen) and app.screen.watcher.name == HOSTILE
+
+
+def test_auto_shows_the_cards_while_half_of_them_are_on_the_screen():
+    from widgets.overview import cards_on_screen
+
+    assert cards_on_screen(20, 160, 46) == 10 and cards_on_screen(128, 160, 46) == 10  # 2 columns x 5 rows
+    assert cards_on_screen(4, 80, 22) == 2 and cards_on_screen(1, 80, 5) == 1
+
+
+async def test_auto_looks_again_when_the_terminal_is_resized():
+    app = fleet_app(24)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _settle(app, pilot)
+        screen = app.screen
+        assert screen.compact and not screen.query(HostCard)
+        await pilot.resize_terminal(200, 80)  # 3 columns of 8 cards: all 24 on the screen
+        await pilot.pause()
+        assert not screen.compact and len(screen.query(HostCard)) == 24
+        assert "View: auto (cards)" in _screen_text(app)
+        await pilot.resize_terminal(160, 48)
+        await pilot.pause()
+        assert screen.compact and app.focused is screen.query_one(HostTable)
