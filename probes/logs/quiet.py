@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from probes.logs.classify import Classifier
 from probes.logs.context import LineContext
-from probes.logs.engines.base import SCAN_CHARS, Matcher
+from probes.logs.engines.base import SCAN_CHARS, Matcher, words_of
 from probes.logs.lifecycle import StartHistory
 from probes.logs.logline import Line, Stamp, parse
 from probes.logs.starts import Life
@@ -66,6 +66,34 @@ def has_cue(text: str) -> bool:
                 return True
     tail = text.rstrip()
     return tail[-1:] in ("]", ">") and tail[-5:-1].lower() == "snip"  # an elision: "[snip]", "<SNIP>"
+
+
+#: :data:`READER_CUES` as the words (:func:`~probes.logs.engines.base.words_of`, lower case) they
+#: hold: a line that holds a cue holds one of these words, "Error" or "Exception", or one of the
+#: characters :func:`quiet_ascii` tests.
+_CUE_WORDS = frozenset({b"traceback", b"file", b"args", b"server_args", b"model", b"model_id", b"trtllm",
+                        b"systemd", b"kernel", b"snip"})
+
+
+def quiet_ascii(text: str, matcher: Matcher) -> bool:
+    """Whether an ASCII line holds none of the reader's cues (:func:`has_cue`) and no rule of
+    ``matcher`` may match it (:meth:`Matcher.may_match`): the same answer, from one split into
+    words (the cues that are words) and a few substring tests (a substring test costs about as
+    much as splitting a short line into words does; one per cue would cost three times more)."""
+    if "Error" in text or "Exception" in text:
+        return False
+    words = words_of(text.encode())
+    if not _CUE_WORDS.isdisjoint(words):
+        return False
+    if "$" in text or "@" in text or "{" in text or "| " in text:
+        return False
+    if "/" in text and ("/s" in text or "/it" in text or "//" in text or "[pod/" in text):
+        for cue in _SLASH_CUES:
+            if cue in text:
+                return False
+    if "." in text and ("..." in text or ".service" in text):
+        return False
+    return not matcher.may_match(text, words)
 
 
 def is_probe_access(msg: str) -> bool:
@@ -154,7 +182,12 @@ class QuietLines:
             self._steady = self._steady_matcher()
             self._unsteady = False
         matcher = self._steady
-        if matcher is None or len(text) > SCAN_CHARS or has_cue(text) or matcher.may_match(text):
+        if matcher is None or len(text) > SCAN_CHARS:
+            return False
+        if text.isascii():
+            if not quiet_ascii(text, matcher):
+                return False
+        elif has_cue(text) or matcher.may_match(text):
             return False
         if text[0].isdigit() and not self._numbered:
             if not (text[1:2].isdigit() and text[4:5] == "-" and text[7:8] == "-"):

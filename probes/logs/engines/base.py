@@ -190,6 +190,12 @@ class Engine:
 
 _NO_HITS: list[tuple[Rule, re.Match[str]]] = []
 
+
+def words_of(data: bytes) -> list[bytes]:
+    """The words of ``data`` as the matcher's keys are looked up: ASCII letters in lower case,
+    split at white space and punctuation but ``_``."""
+    return data.translate(_WORD_BYTES).split()
+
 #: Key words are looked for in the first this many characters of a message: every rule's key sits
 #: near the start of the lines it matches, and it bounds the cost of 10 kB argument dumps.
 SCAN_CHARS = 400
@@ -250,13 +256,15 @@ class Matcher:
         return out
 
 
-    def may_match(self, text: str) -> bool:
+    def may_match(self, text: str, words: list[bytes] | None = None) -> bool:
         """False when no rule can match a message that ``text`` ends with (a line with its
         prefixes; at most :data:`SCAN_CHARS` long, so that every word :meth:`match` looks at is in
         it): it holds none of the keys, or for each key it holds, none of the texts its rows
         require. True says only that a rule may match. A look at the words and a few substring
-        tests, no regex: the quiet lines' test (:mod:`probes.logs.quiet`)."""
-        words = text.encode("utf-8", "surrogateescape").translate(_WORD_BYTES).split()
+        tests, no regex: the quiet lines' test (:mod:`probes.logs.quiet`). ``words``: the text's
+        words as :func:`words_of` gives them, when already split."""
+        if words is None:
+            words = words_of(text.encode("utf-8", "surrogateescape"))
         keys = self._keys
         if keys.isdisjoint(words):
             return False
