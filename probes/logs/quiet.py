@@ -80,12 +80,7 @@ def quiet_ascii(text: str, matcher: Matcher) -> bool:
     ``matcher`` may match it (:meth:`Matcher.may_match`): the same answer, from one split into
     words (the cues that are words) and a few substring tests (a substring test costs about as
     much as splitting a short line into words does; one per cue would cost three times more)."""
-    if "Error" in text or "Exception" in text:
-        return False
-    words = words_of(text.encode())
-    if not _CUE_WORDS.isdisjoint(words):
-        return False
-    if "$" in text or "@" in text or "{" in text or "| " in text:
+    if "Error" in text or "Exception" in text or "{" in text or "| " in text or "$" in text or "@" in text:
         return False
     if "/" in text and ("/s" in text or "/it" in text or "//" in text or "[pod/" in text):
         for cue in _SLASH_CUES:
@@ -93,7 +88,8 @@ def quiet_ascii(text: str, matcher: Matcher) -> bool:
                 return False
     if "." in text and ("..." in text or ".service" in text):
         return False
-    return not matcher.may_match(text, words)
+    words = words_of(text.encode())
+    return _CUE_WORDS.isdisjoint(words) and not matcher.may_match(text, words)
 
 
 def is_probe_access(msg: str) -> bool:
