@@ -139,3 +139,18 @@ def test_the_quiet_path_skips_parse(monkeypatch: pytest.MonkeyPatch) -> None:
     for _ in range(50):
         reader.feed("[2025-03-08 12:30:02 TP0] Decode batch. #running-req: 1, #token: 48, token usage: 0.00")
     assert calls == []
+
+
+def test_coloured_journal_texts_are_quiet_and_read_the_same() -> None:
+    # uvicorn colours its access log; in the journal MESSAGE is then a byte array with ESC codes.
+    coloured = '[2025-03-08 12:30:01] \x1b[32mINFO\x1b[0m:     10.0.0.1:5 - "POST /generate HTTP/1.1" \x1b[32m200 OK\x1b[0m'
+    digit_first = '\x1b[32m12:[2025-03-08 12:30:01] INFO:     10.0.0.1:5 - "POST /generate HTTP/1.1" 200 OK\x1b[0m'
+    quiet, loud = StartupReader(), _loud()
+    lines = SGLANG_START + [coloured, digit_first] * 20
+    for k, text in enumerate(lines, 1):
+        for r in (quiet, loud):
+            r.feed(text, stamp=None, ident="python3")
+        assert repr(quiet.reading()) == repr(loud.reading()), f"after line {k}"
+    for _ in range(3):
+        quiet.feed(coloured, ident="python3")
+    assert len(quiet._quiet.lines) == 3

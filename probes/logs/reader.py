@@ -27,6 +27,7 @@ import copy
 import re
 
 from probes.data.reading import Reading
+from probes.hosttext import strip_escapes
 from probes.data.vocab import PHASE_INDEX
 from probes.logs.classify import UNIT_WEIGHT, Classifier, Hits, unit_engine
 from probes.logs.context import (BENIGN_LINES, CTX_OF_LEVEL, CTX_PLAIN, THREAD_EXC, Ctx, LineContext,
@@ -189,11 +190,16 @@ class StartupReader(QuietLines):
             invocation: the journal's ``_SYSTEMD_INVOCATION_ID``/``INVOCATION_ID``; a new one is a
                 new start.
         """
-        if (not systemd and text and text.isprintable() and len(text) <= MAX_LINE_CHARS
+        if (not systemd and text and len(text) <= MAX_LINE_CHARS
                 and (not invocation or invocation == self._history.current.invocation)
                 and (ident is None or ident not in _HOST_IDENTS)):
+            # A coloured line (uvicorn's access log in the journal) is its text without the colours
+            # (what frames() makes of it), unless that begins with a digit the colour hid from
+            # the grep -n check.
+            shown = text if text.isprintable() else strip_escapes(text)
             n = self.lines + 1 if lineno is None else lineno
-            if self._quiet_line(n, text, stamp, ident):
+            if shown and shown.isprintable() and (shown is text or not shown[0].isdigit()) \
+                    and self._quiet_line(n, shown, stamp, ident):
                 self.lines = n
                 return
         self._matters()
