@@ -196,7 +196,7 @@ class StartupReader(QuietLines):
             # A coloured line (uvicorn's access log in the journal) is its text without the colours
             # (what frames() makes of it), unless that begins with a digit the colour hid from
             # the grep -n check.
-            shown = text if text.isprintable() else strip_escapes(text)
+            shown = strip_escapes(text)  # the text itself when it holds no escape code
             n = self.lines + 1 if lineno is None else lineno
             if shown and shown.isprintable() and (shown is text or not shown[0].isdigit()) \
                     and self._quiet_line(n, shown, stamp, ident):
