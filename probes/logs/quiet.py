@@ -168,6 +168,12 @@ class QuietLines:
     _steady: Matcher | None
     #: ``_steady`` is to be worked out again: a line that may matter came since.
     _unsteady: bool
+    #: Lines still to be read without a look for quiet ones, and how many to skip after the next
+    #: miss: after a line that was not quiet, the look is skipped for 1, 2, 4, then 8 lines while
+    #: they keep not being quiet (a start's lines mostly matter, a serving log's mostly do not;
+    #: a line not looked at is read the long way, with the same result).
+    _skip: int
+    _backoff: int
 
     def _note_number(self, text: str) -> bool:
         raise NotImplementedError  # the reader's: grep -n numbers (True once the log is numbered)
@@ -178,13 +184,11 @@ class QuietLines:
             self._steady = self._steady_matcher()
             self._unsteady = False
         matcher = self._steady
-        if matcher is None or len(text) > SCAN_CHARS:
+        if matcher is None or len(text) > SCAN_CHARS or not (
+                quiet_ascii(text, matcher) if text.isascii() else not (has_cue(text) or matcher.may_match(text))):
+            self._skip = self._backoff = min(self._backoff * 2, 8) or 1
             return False
-        if text.isascii():
-            if not quiet_ascii(text, matcher):
-                return False
-        elif has_cue(text) or matcher.may_match(text):
-            return False
+        self._backoff = 0
         if text[0].isdigit() and not self._numbered:
             if not (text[1:2].isdigit() and text[4:5] == "-" and text[7:8] == "-"):
                 return False  # a grep -n number, perhaps: parse() decides

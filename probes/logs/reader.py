@@ -129,6 +129,7 @@ class StartupReader(QuietLines):
         self._quiet = Quiet()  # lines that cannot matter, not yet settled (QuietLines)
         self._steady = None
         self._unsteady = True
+        self._skip = self._backoff = 0
         if unit and not self._cl.forced:
             name = unit_engine(unit)
             if name is not None:
@@ -159,7 +160,9 @@ class StartupReader(QuietLines):
             # (the last test is frames()' own for a bar glued to a line: a vLLM stats line's
             # "tokens/s," is none).
             self.lines = lineno = self.lines + 1 if lineno is None else lineno
-            if text and self._quiet_line(lineno, text, None, None):
+            if self._skip:
+                self._skip -= 1
+            elif text and self._quiet_line(lineno, text, None, None):
                 return
             self._matters()
             if text:
@@ -190,7 +193,9 @@ class StartupReader(QuietLines):
             invocation: the journal's ``_SYSTEMD_INVOCATION_ID``/``INVOCATION_ID``; a new one is a
                 new start.
         """
-        if (not systemd and text and len(text) <= MAX_LINE_CHARS
+        if self._skip:
+            self._skip -= 1
+        elif (not systemd and text and len(text) <= MAX_LINE_CHARS
                 and (not invocation or invocation == self._history.current.invocation)
                 and (ident is None or ident not in _HOST_IDENTS)):
             # A coloured line (uvicorn's access log in the journal) is its text without the colours
