@@ -81,6 +81,7 @@ def test_the_bookkeeping_of_quiet_lines_is_exact_on_made_up_sequences() -> None:
     health = '(APIServer pid=11980) INFO:     127.0.0.1:34026 - "GET /health HTTP/1.1" 200 OK'
     full_date = "2025-02-13 08:00:00,123 - INFO - served one request"  # Python logging's full date
     blank_msg = "(APIServer pid=11980) INFO 02-12 19:40:02 [x.py:1] "
+    warned = "(APIServer pid=11980) WARNING 02-12 19:40:03 [serving.py:1] slow: 3.2 s"
     traceback = ["Traceback (most recent call last):", '  File "/x/y.py", line 1, in f', "ValueError: boom"]
     tails = [
         [stamp_less, metrics, health, health],          # the last shown line is before the probes'
@@ -89,6 +90,7 @@ def test_the_bookkeeping_of_quiet_lines_is_exact_on_made_up_sequences() -> None:
         [health] * 5,                                    # only probes: the last line stays the ready line's
         [metrics, blank_msg, health],                    # a line whose message is empty is never shown
         [metrics, metrics, *traceback, metrics],         # the line before a traceback
+        [*[metrics] * 5, warned, *(f"(APIServer pid=11980) {t}" for t in traceback)],  # ... under a warning
     ]
     for tail in tails:
         _both(VLLM_START + tail * 3)
@@ -154,3 +156,38 @@ def test_coloured_journal_texts_are_quiet_and_read_the_same() -> None:
     for _ in range(3):
         quiet.feed(coloured, ident="python3")
     assert len(quiet._quiet.lines) == 3
+
+
+def test_seeded_mixes_of_real_lines_read_the_same() -> None:
+    # Serving lines with every fixture's lines dropped in at random, some with their case flipped,
+    # a cue or a key word spliced in, or the colours of the journal: the quiet path's bookkeeping
+    # and its tests must hold on orders no fixture has.
+    import random
+
+    rng = random.Random(17)
+    pool = [line for p in LOGS for line in p.read_text(encoding="utf-8", errors="replace").splitlines()]
+    serving = ['[2025-03-08 12:30:01] INFO:     10.0.0.12:24382 - "GET /health HTTP/1.1" 200 OK',
+               "[2025-03-08 12:30:02 TP0] Decode batch. #running-req: 1, #token: 48, token usage: 0.00",
+               '(APIServer pid=7) INFO:     10.0.0.3:43420 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+               "(APIServer pid=7) INFO 02-12 19:40:01 [loggers.py:127] Engine 000: Running: 1 reqs"]
+    splices = ["Error", "Traceback", "cuda", "http://x:1", "...", "| ", "$ ", "model ", "2025-01-01 00:00:00 ",
+               "\x1b[31m", "12:", "{", "kernel: ", "x.service: "]
+
+    def mutate(line: str) -> str:
+        roll = rng.random()
+        if roll < 0.1:
+            return line.swapcase()
+        if roll < 0.3:
+            k = rng.randrange(len(line) + 1)
+            return line[:k] + rng.choice(splices) + line[k:]
+        return line
+
+    for other in (0.01, 0.03, 0.03, 0.1, 0.3):  # how often a line is any fixture's, not a serving one
+        lines = [mutate(rng.choice(pool) if rng.random() < other else rng.choice(serving)) for _ in range(400)]
+        quiet, loud = StartupReader(), _loud()
+        for k, text in enumerate(SGLANG_START + lines, 1):
+            quiet.feed(text)
+            loud.feed(text)
+            if k % 7 == 0:
+                assert repr(quiet.reading()) == repr(loud.reading()), f"after line {k}: {text!r}"
+        assert repr(quiet.reading(ended=True)) == repr(loud.reading(ended=True))
