@@ -19,7 +19,8 @@ from probes.logs.classify import Classifier
 from probes.logs.context import LineContext
 from probes.logs.engines.base import SCAN_CHARS, Matcher, words_of
 from probes.logs.lifecycle import StartHistory
-from probes.logs.logline import Line, Stamp, parse
+from probes.hosttext import strip_escapes
+from probes.logs.logline import MAX_LINE_CHARS, Line, Stamp, parse
 from probes.logs.starts import Life
 from probes.logs.timeline import Timeline
 
@@ -154,6 +155,7 @@ class QuietLines:
     (``_matters``, which the reader calls first for every such line) or a reading."""
 
     # The reader's own state, which the quiet path reads and the settling writes.
+    lines: int
     _cl: Classifier
     _cx: LineContext
     _history: StartHistory
@@ -177,6 +179,22 @@ class QuietLines:
 
     def _note_number(self, text: str) -> bool:
         raise NotImplementedError  # the reader's: grep -n numbers (True once the log is numbered)
+
+    def _quiet_text(self, text: str, lineno: int | None, stamp: Stamp | None, ident: str | None,
+                    invocation: str | None) -> bool:
+        """:meth:`~probes.logs.reader.StartupReader.feed`'s look (True: the line was quiet and
+        is counted). A coloured line (uvicorn's access log in the journal) is its text without the
+        colours, what frames() makes of it, unless that begins with a digit the colour hid from the
+        grep -n check."""
+        if len(text) > MAX_LINE_CHARS or (invocation and invocation != self._history.current.invocation):
+            return False  # a line to cut, or a new start
+        shown = strip_escapes(text)  # the text itself when it holds no escape code
+        n = self.lines + 1 if lineno is None else lineno
+        if shown and shown.isprintable() and (shown is text or not shown[0].isdigit()) \
+                and self._quiet_line(n, shown, stamp, ident):
+            self.lines = n
+            return True
+        return False
 
     def _quiet_line(self, lineno: int, text: str, stamp: Stamp | None, ident: str | None) -> bool:
         """Keep a line that cannot matter for :meth:`_settle` (True), or False: it may matter."""

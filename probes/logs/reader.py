@@ -27,7 +27,6 @@ import copy
 import re
 
 from probes.data.reading import Reading
-from probes.hosttext import strip_escapes
 from probes.data.vocab import PHASE_INDEX
 from probes.logs.classify import UNIT_WEIGHT, Classifier, Hits, unit_engine
 from probes.logs.context import (BENIGN_LINES, CTX_OF_LEVEL, CTX_PLAIN, THREAD_EXC, Ctx, LineContext,
@@ -91,10 +90,8 @@ class StartupReader(QuietLines):
        suspects (:mod:`probes.logs.failures`); systemd's lines and new starts are
        :class:`~probes.logs.lifecycle.StartHistory`'s.
 
-    A line that cannot matter (no rule may match it, no cue of the reader's in it, while the
-    reader is steady: :mod:`probes.logs.quiet`) skips stages 1 to 4: it is kept, and its
-    bookkeeping (line count, timeline, line before, last line) done before the next line that may
-    matter or a reading, with the same result.
+    A line that cannot matter (:mod:`probes.logs.quiet`) skips the four stages; its bookkeeping
+    is done before the next line that may matter or a reading, with the same result.
 
     A failure has two stages: a line that matches a failure rule is a *suspect*; the start is
     *failed* only on evidence that the process ended or cannot go on (a traceback's final
@@ -195,18 +192,9 @@ class StartupReader(QuietLines):
         """
         if self._skip:
             self._skip -= 1
-        elif (not systemd and text and len(text) <= MAX_LINE_CHARS
-                and (not invocation or invocation == self._history.current.invocation)
-                and (ident is None or ident not in _HOST_IDENTS)):
-            # A coloured line (uvicorn's access log in the journal) is its text without the colours
-            # (what frames() makes of it), unless that begins with a digit the colour hid from
-            # the grep -n check.
-            shown = strip_escapes(text)  # the text itself when it holds no escape code
-            n = self.lines + 1 if lineno is None else lineno
-            if shown and shown.isprintable() and (shown is text or not shown[0].isdigit()) \
-                    and self._quiet_line(n, shown, stamp, ident):
-                self.lines = n
-                return
+        elif not systemd and text and (ident is None or ident not in _HOST_IDENTS) \
+                and self._quiet_text(text, lineno, stamp, ident, invocation):
+            return
         self._matters()
         self.lines = lineno = self.lines + 1 if lineno is None else lineno
         if invocation:
