@@ -257,7 +257,8 @@ class HostModel:
 
     def unreachable(self) -> bool:
         """Whether some probe lost the connection to the host (and it has not come back)."""
-        return any(f.kind in CONNECTION_KINDS for f in self._failures.values())
+        # Asked for every journal line (SourceContext.ok): no failure at all is the common case.
+        return bool(self._failures) and any(f.kind in CONNECTION_KINDS for f in self._failures.values())
 
     def last_unit(self) -> UnitState | None:
         """The last ``systemctl show`` read, or None."""

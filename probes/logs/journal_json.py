@@ -202,27 +202,44 @@ def parse_record(line: str | bytes) -> Record:
 
 def _record(obj: dict[str, object]) -> Record:
     """A :class:`Record` from a parsed journal JSON object. Raises RecordError (bad field shapes)."""
-    texts = field_texts(obj.get("MESSAGE"))
-    rt = _first(obj.get("__REALTIME_TIMESTAMP"))
+    get = obj.get
+    message = get("MESSAGE")
+    texts = (message,) if type(message) is str else field_texts(message)
+    # Each metadata field is a plain string in all but odd records: _first only for the others.
+    rt = get("__REALTIME_TIMESTAMP")
+    if type(rt) is not str:
+        rt = _first(rt)
     try:
         realtime_us = int(rt) if rt is not None else None
     except ValueError:
         realtime_us = None
     if realtime_us is not None and not _MIN_US <= realtime_us < _MAX_US:
         realtime_us = None  # years 1-9999 only: 10**400 µs would overflow every float made of it
-    pid = _first(obj.get("_PID"))
-    ident = _first(obj.get("SYSLOG_IDENTIFIER"))
-    transport = _first(obj.get("_TRANSPORT"))
+    pid = get("_PID")
+    if type(pid) is not str:
+        pid = _first(pid)
+    ident = get("SYSLOG_IDENTIFIER")
+    if type(ident) is not str:
+        ident = _first(ident)
+    transport = get("_TRANSPORT")
+    if type(transport) is not str:
+        transport = _first(transport)
     systemd = (pid == "1" or (ident == "systemd" and transport == "journal")) and \
-        bool(obj.get("UNIT") or obj.get("USER_UNIT"))
+        bool(get("UNIT") or get("USER_UNIT"))
     if systemd:
-        unit = _first(obj.get("UNIT")) or _first(obj.get("USER_UNIT"))
-        invocation = _first(obj.get("INVOCATION_ID")) or _first(obj.get("USER_INVOCATION_ID"))
+        unit = _first(get("UNIT")) or _first(get("USER_UNIT"))
+        invocation = _first(get("INVOCATION_ID")) or _first(get("USER_INVOCATION_ID"))
     else:
         # A user unit's processes also sit in user@UID.service: the user unit is the one meant.
-        unit = _first(obj.get("_SYSTEMD_USER_UNIT")) or _first(obj.get("_SYSTEMD_UNIT"))
-        invocation = _first(obj.get("_SYSTEMD_INVOCATION_ID"))
-    return Record(texts, _first(obj.get("__CURSOR")), realtime_us, pid, ident, unit, invocation, systemd)
+        user_unit = get("_SYSTEMD_USER_UNIT")
+        unit = user_unit if type(user_unit) is str and user_unit else (
+            _first(user_unit) or _first(get("_SYSTEMD_UNIT")))
+        inv = get("_SYSTEMD_INVOCATION_ID")
+        invocation = inv if type(inv) is str else _first(inv)
+    cursor = get("__CURSOR")
+    if type(cursor) is not str:
+        cursor = _first(cursor)
+    return Record(texts, cursor, realtime_us, pid, ident, unit, invocation, systemd)
 
 
 _DECODER = json.JSONDecoder()

@@ -37,6 +37,7 @@ from probes.logs.jsonlog import JsonRecord, decode_record
 from probes.logs.lifecycle import StartHistory
 from probes.logs.logline import MAX_LINE_CHARS, Line, Stamp, frames, parse
 from probes.logs.phases import advance, bar, count, frame_phase, phase_line, ready
+from probes.logs.quiet import Quiet, QuietLines, is_probe_access
 from probes.logs.services import Services
 from probes.logs.starts import Life
 from probes.logs.timeline import Timeline
@@ -59,16 +60,11 @@ _SERVED_RE = re.compile(r'"(?:GET|POST) /\S* HTTP/[\d.]+" 2\d\d\b|request: (?:GE
                         r'all slots are idle')
 # What a person writes where they left lines out of a pasted log.
 _ELISION_RE = re.compile(r"\s*(?:\.{3}|…|\[\.{3}\]|\(\.{3}\)|<snip>|\[snip\]|\.{3} ?\(.{0,60}\))\s*$", re.I)
-#: A uvicorn access line for a probe's request (health checks, metrics, model list): every probe
-#: writes one into the unit's journal (Uvicorn's access log, as in
-#: tests/fixtures/logs-extra/sglang-ok-06-dockerdesktop.log), so it is never "the last meaningful line".
-_PROBE_ACCESS_RE = re.compile(r'"GET /(?:health|health_generate|ping|metrics|version|load|v1/models|'
-                              r'get_model_info|model_info|get_server_info|server_info)\b[^"]*HTTP/[\d.]+"')
 #: A hard-wrapped JSON record is rejoined over at most this many physical lines / characters.
 _JSON_MAX_LINES, _JSON_MAX_CHARS = 200, 64 * 1024
 
 
-class StartupReader:
+class StartupReader(QuietLines):
     """Incremental reader of one unit's (or one file's) log.
 
     Feed lines with :meth:`feed` (text) or :meth:`feed_bytes`; a journal record
@@ -93,6 +89,9 @@ class StartupReader:
        :class:`~probes.logs.starts.Life`, phase and progress (:mod:`probes.logs.phases`) and
        suspects (:mod:`probes.logs.failures`); systemd's lines and new starts are
        :class:`~probes.logs.lifecycle.StartHistory`'s.
+
+    A line that cannot matter (:mod:`probes.logs.quiet`) skips the four stages; its bookkeeping
+    is done before the next line that may matter or a reading, with the same result.
 
     A failure has two stages: a line that matches a failure rule is a *suspect*; the start is
     *failed* only on evidence that the process ended or cannot go on (a traceback's final
@@ -124,6 +123,10 @@ class StartupReader:
         self._services: Services[StartupReader] | None = None
         self._is_sub = False
         self._json: list[tuple[Line, bool]] = []  # pieces of a JSON record not yet complete
+        self._quiet = Quiet()  # lines that cannot matter, not yet settled (QuietLines)
+        self._steady = None
+        self._unsteady = True
+        self._skip = self._backoff = 0
         if unit and not self._cl.forced:
             name = unit_engine(unit)
             if name is not None:
@@ -154,6 +157,11 @@ class StartupReader:
             # (the last test is frames()' own for a bar glued to a line: a vLLM stats line's
             # "tokens/s," is none).
             self.lines = lineno = self.lines + 1 if lineno is None else lineno
+            if self._skip:
+                self._skip -= 1
+            elif text and self._quiet_line(lineno, text, None, None):
+                return
+            self._matters()
             if text:
                 if not self._numbered and text[0].isdigit():
                     self._note_number(text)
@@ -182,6 +190,12 @@ class StartupReader:
             invocation: the journal's ``_SYSTEMD_INVOCATION_ID``/``INVOCATION_ID``; a new one is a
                 new start.
         """
+        if self._skip:
+            self._skip -= 1
+        elif not systemd and text and (ident is None or ident not in _HOST_IDENTS) \
+                and self._quiet_text(text, lineno, stamp, ident, invocation):
+            return
+        self._matters()
         self.lines = lineno = self.lines + 1 if lineno is None else lineno
         if invocation:
             self._history.note_invocation(invocation)
@@ -251,16 +265,18 @@ class StartupReader:
                         ln.level = level
                 self._plain(ln, systemd)
 
-    def _note_number(self, text: str) -> None:
-        """The first line numbered 1, or two lines with growing ``N:``/``N-`` numbers: ``grep -n``."""
+    def _note_number(self, text: str) -> bool:
+        """The first line numbered 1, or two lines with growing ``N:``/``N-`` numbers: ``grep -n``.
+        Returns whether the log is now known to be numbered."""
         m = _LEADING_NUMBER_RE.match(text)
         if m is None:
             self._number = None
-            return
+            return self._numbered
         n = int(m.group(1))
         if (self._number is not None and n > self._number) or (n == 1 and self.lines == 1):
             self._numbered = True
         self._number = n
+        return self._numbered
 
     def note_bad_line(self, lineno: int | None = None) -> None:
         """Count an input line that could not be read at all (e.g. a truncated journal record)."""
@@ -394,7 +410,7 @@ class StartupReader:
             if ident is not None and (ident.args_hash is not None or start.model is None):
                 start.model = ident.model or start.model
                 start.args_hash = ident.args_hash
-        if '"GET /' not in msg or _PROBE_ACCESS_RE.search(msg) is None:
+        if not is_probe_access(msg):
             self._last_line = ln.text
         phase_rule = hits.phase if hits is not None else None
         if msg[0] == "." and phase_rule is None and msg.startswith("......") and not msg.strip(". "):
@@ -434,6 +450,8 @@ class StartupReader:
                 gone (systemd says the unit is not running): a loading start whose last error-level
                 suspect nothing recovered has then failed. Live, a suspect is only a suspect.
         """
+        if self._quiet.lines:
+            self._settle()  # not a change of what it knows: only the quiet lines' bookkeeping done
         if ended and self._json:
             clone = copy.deepcopy(self)  # a record still being rejoined: read its pieces as text
             clone._flush_json()

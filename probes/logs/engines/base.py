@@ -190,6 +190,12 @@ class Engine:
 
 _NO_HITS: list[tuple[Rule, re.Match[str]]] = []
 
+
+def words_of(data: bytes) -> list[bytes]:
+    """The words of ``data`` as the matcher's keys are looked up: ASCII letters in lower case,
+    split at white space and punctuation but ``_``."""
+    return data.translate(_WORD_BYTES).split()
+
 #: Key words are looked for in the first this many characters of a message: every rule's key sits
 #: near the start of the lines it matches, and it bounds the cost of 10 kB argument dumps.
 SCAN_CHARS = 400
@@ -201,7 +207,7 @@ class Matcher:
     ``match(msg)`` returns ``[(rule, match), ...]`` for every rule that matches, in table order.
     """
 
-    __slots__ = ("rules", "_index", "_keys")
+    __slots__ = ("rules", "_index", "_keys", "_literals")
 
     def __init__(self, rules: tuple[Rule, ...] | list[Rule]) -> None:
         self.rules = tuple(rules)
@@ -217,6 +223,9 @@ class Matcher:
                 index.setdefault(key, []).append((row, i, rule.rx if rx is None else rx, head))
         self._index = {k: tuple(v) for k, v in index.items()}
         self._keys = frozenset(index)
+        # For each key, texts one of which a line with the key must hold for any of its rows to
+        # match, or None where a row requires none: may_match's index, filled as keys come up.
+        self._literals: dict[bytes, tuple[str, ...] | None] = {}
 
     def match(self, msg: str) -> list[tuple[Rule, re.Match[str]]]:
         """All rules matching ``msg``, in table order (an empty list for most lines)."""
@@ -245,6 +254,38 @@ class Matcher:
                 out.append((rules[i], m))
                 last = i
         return out
+
+
+    def may_match(self, text: str, words: list[bytes] | None = None) -> bool:
+        """False when no rule can match a message that ``text`` ends with (a line with its
+        prefixes; at most :data:`SCAN_CHARS` long, so that every word :meth:`match` looks at is in
+        it): it holds none of the keys, or for each key it holds, none of the texts its rows
+        require. True says only that a rule may match. A look at the words and a few substring
+        tests, no regex: the quiet lines' test (:mod:`probes.logs.quiet`). ``words``: the text's
+        words as :func:`words_of` gives them, when already split."""
+        if words is None:
+            words = words_of(text.encode("utf-8", "surrogateescape"))
+        keys = self._keys
+        if keys.isdisjoint(words):
+            return False
+        literals = self._literals
+        for key in keys.intersection(words):
+            need = literals.get(key, ())
+            if need == ():
+                need = literals[key] = self._required(key)
+            if need is None:
+                return True
+            for lit in need:
+                if lit in text:
+                    return True
+        return False
+
+
+    def _required(self, key: bytes) -> tuple[str, ...] | None:
+        """The texts one of which a line must hold for a row of ``key`` to match (each row's
+        :func:`required_literals`), or None when a row requires none."""
+        found = [required_literals(rx.pattern, rx.flags & ~re.UNICODE) for _, _, rx, _ in self._index[key]]
+        return None if None in found else tuple(sorted({t for f in found if f for t in f}))
 
 
 @cache
@@ -305,6 +346,57 @@ def literal_head(pattern: str, flags: int = 0, shortest: int = 4) -> str | None:
         i += step
     head = "".join(chars)
     return head if len(head) >= max(shortest, 1) else None
+
+
+@cache
+def required_literals(pattern: str, flags: int = 0, shortest: int = 3) -> tuple[str, ...] | None:
+    """Texts one of which every match of ``pattern`` holds: for each top-level branch, its longest
+    run of literal characters outside any group (each one there must match, in a row), or None when
+    a branch has none of ``shortest`` characters or more, or the pattern has flags (a
+    case-insensitive match holds no fixed text). A line that holds none of them cannot match."""
+    if (flags | re.compile(pattern).flags) & ~re.UNICODE:
+        return None  # flags given, or inline ones ("(?i)...")
+    out = []
+    for branch in split_alternation(pattern):
+        best, run, depth, i, n = "", "", 0, 0, len(branch)
+        while i < n:
+            ch = branch[i]
+            lit: str | None = None
+            step = 1
+            if ch == "\\":
+                nxt = branch[i + 1:i + 2]
+                step = 2
+                if nxt and nxt.isascii() and not nxt.isalnum() and depth == 0:
+                    lit = nxt  # escaped punctuation is itself
+            elif ch == "[":
+                m = _CHARCLASS_RE.match(branch, i)
+                step = len(m.group(0)) if m else 1
+            elif ch == "{":
+                close = branch.find("}", i)
+                step = close - i + 1 if close > i else 1  # a quantifier's bounds are no text
+            elif ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth -= 1
+            elif depth == 0 and ch not in _SYNTAX:
+                lit = ch
+            quant = branch[i + step:i + step + 1]
+            if lit is not None and quant not in ("*", "?", "{"):
+                run += lit
+                if quant != "+":
+                    i += step
+                    continue
+                step += 1  # "a+": the "a" is there, what follows need not be next to it
+            if len(run) > len(best):
+                best = run
+            run = ""
+            i += step
+        if len(run) > len(best):
+            best = run
+        if len(best) < shortest:
+            return None
+        out.append(best)
+    return tuple(out)
 
 
 #: What may come before a pattern's literal head: a word boundary, spaces (none or some).

@@ -1,0 +1,248 @@
+"""Lines that cannot matter, found at C speed, and the bookkeeping they still need.
+
+Most lines of a serving log (access log lines, metrics, decode batches) change nothing the reader
+knows but its line count, the last line, the last timestamp and the line before the next one.
+A line may matter only if a rule can match it (:meth:`~probes.logs.engines.base.Matcher.may_match`:
+its key words, and the literal texts each key's rows require, from the matcher's own index) or it
+holds one of the reader's own cues (:func:`has_cue`: a traceback, a bar, a port, a prompt, a JSON
+record, a service prefix, systemd's words, an elision ...). Any other line, read while the reader
+is *steady* (``StartupReader._steady_matcher``), skips parsing and the rules: it is kept
+as it came in :class:`Quiet`, and :meth:`Quiet.settle` does, before the next line that
+matters or a reading, what reading those lines one by one would have done, parsing only the few it
+needs (the last one, the last timestamped one, the last one with a full date).
+"""
+
+from __future__ import annotations
+
+import re
+from probes.logs.classify import Classifier
+from probes.logs.context import LineContext
+from probes.logs.engines.base import SCAN_CHARS, Matcher, words_of
+from probes.logs.lifecycle import StartHistory
+from probes.hosttext import strip_escapes
+from probes.logs.logline import MAX_LINE_CHARS, Line, Stamp, parse
+from probes.logs.starts import Life
+from probes.logs.timeline import Timeline
+
+#: What the reader itself looks for in a line beyond the rules (case-sensitive, anywhere in it):
+#: a traceback and its frames ("Error"/"Exception" also start a failure's judgement), an argument
+#: dump or a line naming the model or the port (what :func:`~probes.logs.identity.identify` and
+#: :func:`~probes.logs.identity.listen_port` read: each holds one of these or a URL), a shell prompt ("$", "user@host"), ``journalctl -x`` catalog
+#: text, an elision ("…"), systemd's and the kernel's lines, a JSON record, a service or gutter
+#: prefix (``name  | ``). With a "/": a tqdm bar (its rate), a URL, ``[pod/...]``; with a ".": an
+#: elision ("..."), a unit name. :func:`has_cue` also finds "<snip>" and "[snip]" in any case.
+READER_CUES = ("Error", "Exception", "Traceback", 'File "', "args", "model ", "model_id", "model=", "model '",
+               "trtllm-serve", "$", "@", "{", "| ", "░", "…",
+               "systemd", "kernel")
+_SLASH_CUES = ("/s]", "/s,", "s/it", "it/s", "B/s", "://", "[pod/")
+_DOT_CUES = ("...", ".service")
+#: Every timestamp a prefix gives has a clock time; every one with a year holds one of these.
+_CLOCK_RE = re.compile(r"\d\d:\d\d:\d\d")
+_YEAR_RE = re.compile(r"\d{4}-\d\d-\d\d|\d\d/\d\d/\d{4}-")
+#: A uvicorn access line for a probe's request (health checks, metrics, model list): every probe
+#: writes one into the unit's journal (Uvicorn's access log, as in
+#: tests/fixtures/logs-extra/sglang-ok-06-dockerdesktop.log), so it is never "the last meaningful line".
+_PROBE_ACCESS_RE = re.compile(r'"GET /(?:health|health_generate|ping|metrics|version|load|v1/models|'
+                              r'get_model_info|model_info|get_server_info|server_info)\b[^"]*HTTP/[\d.]+"')
+#: Quiet lines kept before they are settled anyway (bounds the memory they hold).
+MAX_QUIET = 4096
+
+#: A quiet line as it came: (line number, text, stamp and identifier given with it).
+QuietLine = tuple[int, str, "Stamp | None", "str | None"]
+
+
+def has_cue(text: str) -> bool:
+    """Whether ``text`` holds any of :data:`READER_CUES` (a few substring tests, no regex: ``re``
+    tries an alternation's branches one by one at every position, ten times slower)."""
+    for cue in READER_CUES:
+        if cue in text:
+            return True
+    if "/" in text:
+        for cue in _SLASH_CUES:
+            if cue in text:
+                return True
+    if "." in text:
+        for cue in _DOT_CUES:
+            if cue in text:
+                return True
+    tail = text.rstrip()
+    return tail[-1:] in ("]", ">") and tail[-5:-1].lower() == "snip"  # an elision: "[snip]", "<SNIP>"
+
+
+#: :data:`READER_CUES` as the words (:func:`~probes.logs.engines.base.words_of`, lower case) they
+#: hold: a line that holds a cue holds one of these words, "Error" or "Exception", or one of the
+#: characters :func:`quiet_ascii` tests.
+_CUE_WORDS = frozenset({b"traceback", b"file", b"args", b"server_args", b"model", b"model_id", b"trtllm",
+                        b"systemd", b"kernel", b"snip"})
+
+
+def quiet_ascii(text: str, matcher: Matcher) -> bool:
+    """Whether an ASCII line holds none of the reader's cues (:func:`has_cue`) and no rule of
+    ``matcher`` may match it (:meth:`Matcher.may_match`): the same answer, from one split into
+    words (the cues that are words) and a few substring tests (a substring test costs about as
+    much as splitting a short line into words does; one per cue would cost three times more)."""
+    if "Error" in text or "Exception" in text or "{" in text or "| " in text or "$" in text or "@" in text:
+        return False
+    if "/" in text and ("/s" in text or "/it" in text or "//" in text or "[pod/" in text):
+        for cue in _SLASH_CUES:
+            if cue in text:
+                return False
+    if "." in text and ("..." in text or ".service" in text):
+        return False
+    words = words_of(text.encode())
+    return _CUE_WORDS.isdisjoint(words) and not matcher.may_match(text, words)
+
+
+def is_probe_access(msg: str) -> bool:
+    """Whether a message is the access log line of a probe's request (never the last line shown)."""
+    return '"GET /' in msg and _PROBE_ACCESS_RE.search(msg) is not None
+
+
+class Quiet:
+    """The quiet lines read since the last line that mattered, waiting to be :meth:`settle`-d."""
+
+    __slots__ = ("lines",)
+
+    def __init__(self) -> None:
+        self.lines: list[QuietLine] = []
+
+    def settle(self, numbered: bool, waiting: bool) -> tuple[Line, Line | None, list[tuple[int, Stamp]]]:
+        """Empty the list (which must not be empty); returns what reading its lines one by one
+        would have left: the last line parsed (``numbered`` as the reader parses), the last one
+        whose message would become the reader's last line (not blank, not a probe's access line;
+        None when there is none), and the ``(line, stamp)`` the timeline must see, in order: the
+        first line with a full date (only when marks are ``waiting`` for one), the last one with a
+        full date, the last timestamped one (duplicates dropped)."""
+        lines, self.lines = self.lines, []
+        cache: dict[int, Line] = {}
+
+        def at(k: int) -> Line:
+            ln = cache.get(k)
+            if ln is None:
+                lineno, text, stamp, ident = lines[k]
+                ln = cache[k] = parse(lineno, text, stamp=stamp, ident=ident, numbered=numbered)
+            return ln
+
+        def stamped(k: int, year: bool) -> Stamp | None:
+            _, text, given, _ = lines[k]
+            if given is None and (_YEAR_RE if year else _CLOCK_RE).search(text) is None:
+                return None  # no prefix can give this line a time (with a year)
+            st = at(k).stamp
+            return st if st is not None and (not year or st.year is not None) else None
+
+        n = len(lines)
+        last = at(n - 1)
+        shown = None
+        for k in range(n - 1, -1, -1):
+            ln = at(k)
+            if ln.msg and not ln.msg.isspace() and not is_probe_access(ln.msg):
+                shown = ln
+                break
+        seen: list[tuple[int, Stamp]] = []
+        last_year = next(((k, st) for k in range(n - 1, -1, -1) if (st := stamped(k, True)) is not None), None)
+        if last_year is not None:
+            first_year = next((k, st) for k in range(n) if (st := stamped(k, True)) is not None) if waiting else last_year
+            seen += [first_year] if first_year[0] == last_year[0] else [first_year, last_year]
+        last_time = next(((k, st) for k in range(n - 1, -1, -1) if (st := stamped(k, False)) is not None), None)
+        if last_time is not None and (not seen or seen[-1][0] != last_time[0]):
+            seen.append(last_time)
+        return last, shown, [(lines[k][0], st) for k, st in seen]
+
+
+class QuietLines:
+    """The reader's quiet path (:class:`~probes.logs.reader.StartupReader` is one): which lines are
+    quiet, kept in ``_quiet``, and settled before the next line that may matter
+    (``_matters``, which the reader calls first for every such line) or a reading."""
+
+    # The reader's own state, which the quiet path reads and the settling writes.
+    lines: int
+    _cl: Classifier
+    _cx: LineContext
+    _history: StartHistory
+    _timeline: Timeline
+    _quiet: Quiet
+    _services: object | None
+    _json: list[tuple[Line, bool]]
+    _is_sub: bool
+    _numbered: bool
+    _last_line: str
+    #: While the reader is steady, the matcher of its engine (None: not steady).
+    _steady: Matcher | None
+    #: ``_steady`` is to be worked out again: a line that may matter came since.
+    _unsteady: bool
+    #: Lines still to be read without a look for quiet ones, and how many to skip after the next
+    #: miss: after a line that was not quiet, the look is skipped for 1, 2, 4, then 8 lines while
+    #: they keep not being quiet (a start's lines mostly matter, a serving log's mostly do not;
+    #: a line not looked at is read the long way, with the same result).
+    _skip: int
+    _backoff: int
+
+    def _note_number(self, text: str) -> bool:
+        raise NotImplementedError  # the reader's: grep -n numbers (True once the log is numbered)
+
+    def _quiet_text(self, text: str, lineno: int | None, stamp: Stamp | None, ident: str | None,
+                    invocation: str | None) -> bool:
+        """:meth:`~probes.logs.reader.StartupReader.feed`'s look (True: the line was quiet and
+        is counted). A coloured line (uvicorn's access log in the journal) is its text without the
+        colours, what frames() makes of it, unless that begins with a digit the colour hid from the
+        grep -n check."""
+        if len(text) > MAX_LINE_CHARS or (invocation and invocation != self._history.current.invocation):
+            return False  # a line to cut, or a new start
+        shown = strip_escapes(text)  # the text itself when it holds no escape code
+        n = self.lines + 1 if lineno is None else lineno
+        if shown and shown.isprintable() and (shown is text or not shown[0].isdigit()) \
+                and self._quiet_line(n, shown, stamp, ident):
+            self.lines = n
+            return True
+        return False
+
+    def _quiet_line(self, lineno: int, text: str, stamp: Stamp | None, ident: str | None) -> bool:
+        """Keep a line that cannot matter for :meth:`_settle` (True), or False: it may matter."""
+        if self._unsteady:
+            self._steady = self._steady_matcher()
+            self._unsteady = False
+        matcher = self._steady
+        if matcher is None or len(text) > SCAN_CHARS or not (
+                quiet_ascii(text, matcher) if text.isascii() else not (has_cue(text) or matcher.may_match(text))):
+            self._skip = self._backoff = min(self._backoff * 2, 8) or 1
+            return False
+        self._backoff = 0
+        if text[0].isdigit() and not self._numbered:
+            if not (text[1:2].isdigit() and text[4:5] == "-" and text[7:8] == "-"):
+                return False  # a grep -n number, perhaps: parse() decides
+            if self._note_number(text):
+                return False  # this line shows the log is grep -n output
+        quiet = self._quiet.lines
+        quiet.append((lineno, text, stamp, ident))
+        if len(quiet) >= MAX_QUIET:
+            self._settle()
+        return True
+
+    def _steady_matcher(self) -> Matcher | None:
+        """The current matcher while the reader is steady, else None. Steady: a line no rule
+        may match and with no cue changes nothing but the line count, the timeline, the line before and
+        the last line (no engine evidence counted, no traceback, warning or JSON record open, no
+        services, a start that has output and no suspect a served request clears)."""
+        cl, cx, start = self._cl, self._cx, self._history.current
+        if (cl.watching or self._services is not None or self._json or self._is_sub
+                or cx.tb is not None or cx.benign or cx.after_frame or start.life is Life.EMPTY or not start.output
+                or (start.ended and start.invocation is None) or (start.suspects and start.served and not start.failed)):
+            return None
+        return cl.matcher
+
+    def _matters(self) -> None:
+        """A line that may matter comes: settle the quiet lines before it; work out steady anew after it."""
+        if self._quiet.lines:
+            self._settle()
+        self._unsteady = True
+
+    def _settle(self) -> None:
+        """What reading the quiet lines one by one would have done (:meth:`Quiet.settle`)."""
+        last, shown, seen = self._quiet.settle(self._numbered, bool(self._timeline.waiting))
+        for lineno, stamp in seen:
+            self._timeline.saw(lineno, stamp)
+        self._cx.prev_line = last if last.prefixed else None
+        self._cx.thread_exc = False
+        if shown is not None:
+            self._last_line = shown.text
+

@@ -1,0 +1,193 @@
+"""Lines that cannot matter (probes/logs/quiet.py): they skip the rules, and nothing read changes.
+
+The reader with its quiet path and the reader with it turned off (``_steady_matcher`` answering
+None: every line parsed and matched, as before issue 17) must give the same ``repr`` of
+``reading()`` and ``reading(ended=True)`` after every line, on every fixture log and on made-up
+sequences of real lines that stress what the quiet lines' bookkeeping must keep exact: the last
+timestamp, the year of year-less marks, the last line shown (a probe's access line is never it),
+the line before a traceback, ``grep -n`` numbers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from probes.logs import reader as reader_module
+from probes.logs.engines import ENGINES, matcher_for
+from probes.logs.engines.base import SCAN_CHARS, required_literals
+from probes.logs.quiet import has_cue
+from probes.logs.reader import StartupReader
+from probes.sources.logfile import iter_lines
+
+FIXTURES = Path(__file__).parent / "fixtures"
+LOGS = sorted([*(FIXTURES / "logs").glob("*.log"), *(FIXTURES / "logs-extra").glob("*.log")])
+
+
+def _loud() -> StartupReader:
+    """A reader with the quiet path off: every line goes through parse and the rules."""
+    r = StartupReader()
+    r._steady_matcher = lambda: None  # type: ignore[method-assign]
+    return r
+
+
+def _both(lines: list[str]) -> tuple[StartupReader, StartupReader]:
+    quiet, loud = StartupReader(), _loud()
+    for k, text in enumerate(lines, 1):
+        quiet.feed(text)
+        loud.feed(text)
+        assert repr(quiet.reading()) == repr(loud.reading()), f"after line {k}: {text!r}"
+        assert repr(quiet.reading(ended=True)) == repr(loud.reading(ended=True)), f"after line {k}: {text!r}"
+    return quiet, loud
+
+
+@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.stem)
+def test_every_fixture_reads_the_same_with_and_without_quiet_lines(path: Path) -> None:
+    quiet, loud = StartupReader(), _loud()
+    with path.open("rb") as f:
+        for k, raw in enumerate(iter_lines(f), 1):
+            quiet.feed_bytes(raw)
+            loud.feed_bytes(raw)
+            assert repr(quiet.reading()) == repr(loud.reading()), f"{path.name}: after line {k}"
+    assert repr(quiet.reading(ended=True)) == repr(loud.reading(ended=True))
+
+
+SGLANG_START = (FIXTURES / "logs" / "sglang-ok-03.log").read_text().splitlines()
+VLLM_START = (FIXTURES / "logs" / "vllm-ok-01.log").read_text().splitlines()
+
+
+def test_a_serving_sglang_log_is_mostly_quiet_and_reads_the_same() -> None:
+    serving = [
+        '[2025-03-08 12:30:01] INFO:     10.0.0.12:24382 - "GET /health HTTP/1.1" 200 OK',
+        "[2025-03-08 12:30:02 TP0] Decode batch. #running-req: 1, #token: 48, token usage: 0.00, "
+        "cuda graph: True, gen throughput (token/s): 1.88, #queue-req: 0",
+        '[2025-03-08 12:30:02] INFO:     10.0.0.1:54800 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+        '[2025-03-08 12:30:03] INFO:     10.0.0.12:24394 - "GET /health HTTP/1.1" 200 OK',
+    ] * 30
+    quiet, _ = _both(SGLANG_START + serving)
+    # Most serving lines were never parsed: the last ones are still waiting to be settled (the
+    # reading above settles them; feed more to see them wait).
+    for text in serving[:8]:
+        quiet.feed(text)
+    assert len(quiet._quiet.lines) == 8
+    assert quiet.reading().last_line == serving[6]  # the POST: a probe's GET /health is never the last line
+
+
+def test_the_bookkeeping_of_quiet_lines_is_exact_on_made_up_sequences() -> None:
+    stamp_less = "(APIServer pid=11980) INFO:     10.0.0.3:43420 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK"
+    metrics = ("(APIServer pid=11980) INFO 02-12 19:40:01 [loggers.py:127] Engine 000: Running: 1 reqs, "
+               "Waiting: 0 reqs, GPU KV cache usage: 0.4%")
+    health = '(APIServer pid=11980) INFO:     127.0.0.1:34026 - "GET /health HTTP/1.1" 200 OK'
+    full_date = "2025-02-13 08:00:00,123 - INFO - served one request"  # Python logging's full date
+    blank_msg = "(APIServer pid=11980) INFO 02-12 19:40:02 [x.py:1] "
+    warned = "(APIServer pid=11980) WARNING 02-12 19:40:03 [serving.py:1] slow: 3.2 s"
+    traceback = ["Traceback (most recent call last):", '  File "/x/y.py", line 1, in f', "ValueError: boom"]
+    tails = [
+        [stamp_less, metrics, health, health],          # the last shown line is before the probes'
+        [metrics, stamp_less, stamp_less],               # the last timestamp is not the last line
+        [metrics, full_date, metrics, stamp_less],       # a full date gives year-less marks their year
+        [health] * 5,                                    # only probes: the last line stays the ready line's
+        [metrics, blank_msg, health],                    # a line whose message is empty is never shown
+        [metrics, metrics, *traceback, metrics],         # the line before a traceback
+        [*[metrics] * 5, warned, *(f"(APIServer pid=11980) {t}" for t in traceback)],  # ... under a warning
+    ]
+    for tail in tails:
+        _both(VLLM_START + tail * 3)
+
+
+def test_grep_numbered_and_journal_texts_read_the_same() -> None:
+    numbered = [f"{k}:{line}" for k, line in enumerate(SGLANG_START + [
+        '[2025-03-08 12:30:01] INFO:     10.0.0.12:24382 - "GET /health HTTP/1.1" 200 OK'] * 20, 1)]
+    _both(numbered)
+
+
+def test_no_line_a_rule_matches_is_quiet() -> None:
+    # may_match is the rules' own test turned around: every fixture line any rule of any engine's
+    # matcher matches (as its message, or with its prefix) is one may_match or a cue lets through.
+    matchers = [matcher_for(None), *(matcher_for(e) for e in ENGINES),
+                *(matcher_for(e, committed=False) for e in ENGINES)]
+    checked = 0
+    for path in LOGS:
+        for raw in path.read_bytes().split(b"\n"):
+            text = raw.decode("utf-8", "replace")
+            if len(text) > SCAN_CHARS or has_cue(text):
+                continue
+            for m in matchers:
+                if m.match(text) or m.match(text[text.find("] ") + 2:] if "] " in text else text):
+                    checked += 1
+                    assert m.may_match(text), text
+    assert checked > 300
+
+
+def test_required_literals_are_text_every_match_holds() -> None:
+    assert required_literals(r"(?:[Mm]ain|[Cc]ontrol) process exited, code=(?P<code>\w+)") == (
+        " process exited, code=",)
+    assert required_literals(r"^\s*Downloading \S|^--\d{4}-\d\d--  https?://") == ("Downloading ", "--  http")
+    assert required_literals(r"x{100}ab") is None  # a quantifier's bounds are no text; "ab" too short
+    assert required_literals(r"abc+def") == ("def",) or required_literals(r"abc+def") == ("abc",)
+    assert required_literals(r"Model architectures? \[[^\]]{0,500}\]") == ("Model architecture",)
+    assert required_literals(r"(?i)cuda error") is None
+    assert required_literals("cuda error", flags=2) is None  # re.IGNORECASE: no fixed text
+
+
+def test_the_quiet_path_skips_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    reader = StartupReader()
+    for text in SGLANG_START:
+        reader.feed(text)
+    calls = []
+    real = reader_module.parse
+    monkeypatch.setattr(reader_module, "parse", lambda *a, **k: calls.append(a) or real(*a, **k))
+    for _ in range(50):
+        reader.feed("[2025-03-08 12:30:02 TP0] Decode batch. #running-req: 1, #token: 48, token usage: 0.00")
+    assert calls == []
+
+
+def test_coloured_journal_texts_are_quiet_and_read_the_same() -> None:
+    # uvicorn colours its access log; in the journal MESSAGE is then a byte array with ESC codes.
+    coloured = '[2025-03-08 12:30:01] \x1b[32mINFO\x1b[0m:     10.0.0.1:5 - "POST /generate HTTP/1.1" \x1b[32m200 OK\x1b[0m'
+    digit_first = '\x1b[32m12:[2025-03-08 12:30:01] INFO:     10.0.0.1:5 - "POST /generate HTTP/1.1" 200 OK\x1b[0m'
+    quiet, loud = StartupReader(), _loud()
+    lines = SGLANG_START + [coloured, digit_first] * 20
+    for k, text in enumerate(lines, 1):
+        for r in (quiet, loud):
+            r.feed(text, stamp=None, ident="python3")
+        assert repr(quiet.reading()) == repr(loud.reading()), f"after line {k}"
+    for _ in range(3):
+        quiet.feed(coloured, ident="python3")
+    assert len(quiet._quiet.lines) == 3
+
+
+def test_seeded_mixes_of_real_lines_read_the_same() -> None:
+    # Serving lines with every fixture's lines dropped in at random, some with their case flipped,
+    # a cue or a key word spliced in, or the colours of the journal: the quiet path's bookkeeping
+    # and its tests must hold on orders no fixture has.
+    import random
+
+    rng = random.Random(17)
+    pool = [line for p in LOGS for line in p.read_text(encoding="utf-8", errors="replace").splitlines()]
+    serving = ['[2025-03-08 12:30:01] INFO:     10.0.0.12:24382 - "GET /health HTTP/1.1" 200 OK',
+               "[2025-03-08 12:30:02 TP0] Decode batch. #running-req: 1, #token: 48, token usage: 0.00",
+               '(APIServer pid=7) INFO:     10.0.0.3:43420 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+               "(APIServer pid=7) INFO 02-12 19:40:01 [loggers.py:127] Engine 000: Running: 1 reqs"]
+    splices = ["Error", "Traceback", "cuda", "http://x:1", "...", "| ", "$ ", "model ", "2025-01-01 00:00:00 ",
+               "\x1b[31m", "12:", "{", "kernel: ", "x.service: "]
+
+    def mutate(line: str) -> str:
+        roll = rng.random()
+        if roll < 0.1:
+            return line.swapcase()
+        if roll < 0.3:
+            k = rng.randrange(len(line) + 1)
+            return line[:k] + rng.choice(splices) + line[k:]
+        return line
+
+    for other in (0.01, 0.03, 0.03, 0.1, 0.3):  # how often a line is any fixture's, not a serving one
+        lines = [mutate(rng.choice(pool) if rng.random() < other else rng.choice(serving)) for _ in range(400)]
+        quiet, loud = StartupReader(), _loud()
+        for k, text in enumerate(SGLANG_START + lines, 1):
+            quiet.feed(text)
+            loud.feed(text)
+            if k % 7 == 0:
+                assert repr(quiet.reading()) == repr(loud.reading()), f"after line {k}: {text!r}"
+        assert repr(quiet.reading(ended=True)) == repr(loud.reading(ended=True))
