@@ -22,7 +22,7 @@ import pytest
 from probes.sources.health import probe_health
 from probes.transport.runner import ProbeError
 from probes.transport.ssh import SshRunner
-from probes.transport.ssh_config import parse_target
+from probes.transport.target import parse_target
 from sshd import Sshd, SshdError, start_sshd
 from waiting import until
 

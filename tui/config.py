@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from probes.hosttext import one_line
-from probes.transport.ssh_config import parse_target
+from probes.transport.target import parse_target
 from probes.spec import UNIT_SUFFIXES, normalize_unit  # noqa: F401 (re-exported)
 from probes.spec import HostSpec
 from tui.config_schema import HOST, HOST_SCHEMA, SETTINGS, SETTINGS_SCHEMA

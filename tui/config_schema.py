@@ -19,7 +19,7 @@ from typing import Any
 from probes.logs.engines import ENGINES
 from probes.hosttext import unsafe_char
 from probes.fold.notify import CHANNELS, DEFAULT_CHANNELS
-from probes.transport.ssh_config import parse_target
+from probes.transport.target import parse_target
 from probes.spec import normalize_unit
 from probes.spec import HostSpec
 from probes.sources.health_target import health_target

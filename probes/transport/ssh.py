@@ -43,7 +43,8 @@ from typing import TYPE_CHECKING, Any
 import asyncssh
 
 from probes.transport.runner import Completed, ProbeError, split_lines
-from probes.transport.ssh_config import SshSettings, parse_target
+from probes.transport.ssh_config import SshSettings
+from probes.transport.target import parse_target
 from probes.transport.ssh_connect import connect
 from probes.transport.ssh_errors import os_words, translate
 

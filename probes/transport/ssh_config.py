@@ -1,5 +1,5 @@
-"""Where an SSH connection goes and how, resolved before it is made: :func:`parse_target` reads
-``[user@]host[:port]``, :class:`SshSettings` holds what the operator gave, and :func:`resolve_plan`
+"""Where an SSH connection goes and how, resolved before it is made: :func:`~probes.transport.target.parse_target`
+reads ``[user@]host[:port]``, :class:`SshSettings` holds what the operator gave, and :func:`resolve_plan`
 reads the SSH config (asyncssh's parser) and the known_hosts files into a :class:`Plan` for one
 :class:`Hop` (the target, or a ProxyJump host on the way): its algorithms and trust by OpenSSH
 9.2's rules (:mod:`probes.transport.openssh`), its login keys and user, and the jump hosts.
@@ -15,51 +15,6 @@ from typing import Any
 import asyncssh
 
 from probes.transport import openssh
-
-
-def parse_target(target: str) -> tuple[str | None, str, int | None]:
-    """Split ``[user@]host[:port]`` (IPv6 as ``[addr]:port``) into (user, host, port).
-
-    A bare name may be a ``Host`` alias of the SSH config; user and port are None when not given, so
-    the config (or asyncssh's defaults: the local user, port 22) decides.
-
-    Raises:
-        ValueError: empty host, a name longer than DNS allows (253 characters, 63 a label), or a
-            port that is not a number in 1..65535.
-    """
-    user: str | None = None
-    rest = target
-    if "@" in rest:
-        user, rest = rest.rsplit("@", 1)
-        user = user or None
-    port: int | None = None
-    if rest.startswith("["):
-        host, sep, tail = rest[1:].partition("]")
-        if not sep:
-            raise ValueError(f"unclosed '[' in SSH target {target!r}")
-        if tail:
-            if not tail.startswith(":"):
-                raise ValueError(f"unexpected text after ']' in SSH target {target!r}")
-            port = _port(tail[1:], target)
-    elif rest.count(":") == 1:
-        host, tail = rest.split(":")
-        port = _port(tail, target)
-    else:
-        host = rest  # a name, an IPv4 address, or a bare IPv6 address
-    if not host:
-        raise ValueError(f"no host in SSH target {target!r}")
-    if ":" not in host and (len(host) > 253 or any(len(label) > 63 for label in host.split("."))):
-        # RFC 1035 2.3.4: no name that long resolves (it failed later, as an IDNA codec error).
-        raise ValueError(f"{host[:40]}... is not a host name: a name has at most 253 characters and each "
-                         f"dot-separated part at most 63 (RFC 1035)")
-    return user, host, port
-
-
-def _port(text: str, target: str) -> int:
-    """``text`` as a port of SSH target ``target``. Raises ValueError when it is not 1..65535."""
-    if not text.isdigit() or not 0 < int(text) < 65536:
-        raise ValueError(f"bad port {text!r} in SSH target {target!r}")
-    return int(text)
 
 
 @dataclass(frozen=True)
@@ -102,7 +57,7 @@ class SshSettings:
 
     Attributes:
         label: the target as the operator named it (starts every message).
-        user, hostname, port: :func:`parse_target` of it (user and port None when not given).
+        user, hostname, port: :func:`~probes.transport.target.parse_target` of it (user and port None when not given).
         known_hosts, client_keys, config: as given to the runner (None: the config's or OpenSSH's
             defaults; ``config=[]`` reads no config).
         connect_timeout: seconds for TCP connect + SSH handshake + login.

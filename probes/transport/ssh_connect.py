@@ -16,7 +16,8 @@ import asyncssh
 
 from probes.transport import openssh
 from probes.transport.runner import ProbeError
-from probes.transport.ssh_config import Hop, Plan, SshSettings, connect_args, parse_target, resolve_plan
+from probes.transport.ssh_config import Hop, Plan, SshSettings, connect_args, resolve_plan
+from probes.transport.target import parse_target
 from probes.transport.ssh_errors import translate
 
 
