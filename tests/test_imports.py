@@ -70,3 +70,13 @@ def test_a_former_circle_edge_put_back_breaks_a_contract(tmp_path: Path, module:
     assert proc.returncode != 0, proc.stdout
     broken = proc.stdout.split("Broken contracts", 1)[1]
     assert contract in broken and target.rsplit(".", 1)[-1] in broken, proc.stdout
+
+
+def test_the_commands_that_never_connect_do_not_import_asyncssh() -> None:
+    # asyncssh takes 0.15-0.25 s to import: replay (the command line's parser and the reader), the
+    # config check and the demo must not pay for it.
+    code = ("import sys, tui.cli, tui.replay, tui.config, tui.demo_app; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'asyncssh'))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.stdout.strip() == "[]"
