@@ -141,16 +141,23 @@ class CardGrid(ScrollableContainer, can_focus=False):
         return " ".join(str(n + free + (1 if k < rest else 0)) for k, n in enumerate(needs))
 
     def action_move(self, rows: int, cols: int) -> None:
-        """Focus the card ``rows`` rows and ``cols`` columns away from the focused one."""
+        """Focus the card ``rows`` rows and ``cols`` columns away from the focused one (the first
+        card when none is), scrolled into view; a move that would leave the grid does nothing
+        (no wrap). The focus moves at once
+        (:meth:`~textual.screen.Screen.set_focus`, not the deferred ``Widget.focus``), so the
+        next key, however fast it follows, moves on from the new card."""
         cards = list(self._cards.values())
         if not cards:
             return
-        focused = self.app.focused
-        if focused not in cards:
-            cards[0].focus()
-            return
-        i = cards.index(focused)
-        j = i + rows * self.columns + cols
-        if 0 <= j < len(cards):
-            cards[j].focus()
-            cards[j].scroll_visible(animate=False)
+        screen = self.screen
+        focused = screen.focused
+        if not isinstance(focused, HostCard) or focused not in self._cards.values():
+            target = cards[0]
+        else:
+            i = cards.index(focused)
+            j = i + rows * self.columns + cols
+            if not 0 <= j < len(cards):
+                return
+            target = cards[j]
+        screen.set_focus(target, scroll_visible=False)
+        target.scroll_visible(animate=False)
