@@ -5,8 +5,6 @@ stop at the grid's ends. The real app (``make_app``) on 50 hosts whose watchers 
 
 from __future__ import annotations
 
-import pytest
-
 from probes.clock import ManualClock
 from probes.spec import HostSpec
 from tui.app import make_app
