@@ -10,6 +10,7 @@ from textual.css.query import NoMatches
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.reactive import Reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Header, Input, Label, Static
 
@@ -100,6 +101,10 @@ class ModeFooter(Footer):
 class OverviewScreen(Screen[None]):
     """A grid of host cards that fills the screen (columns of cards at least 60 wide; scrolls when the rows do not fit)."""
 
+    #: The header's counts (:func:`summary`). Unlike Screen's own, a new value repaints only the
+    #: header (which watches it), not the whole screen.
+    sub_title: Reactive[str | None] = Reactive(None, compute=False, repaint=False)
+
     # Arrow keys move between cards in the grid's own layout (CardGrid's bindings).
     BINDINGS = [
         Binding("enter", "open", "Details"),
@@ -112,27 +117,39 @@ class OverviewScreen(Screen[None]):
         self.hosts = hosts
         self._states: dict[str, HostState] = {}
         self._ready = False  # set once composed: the app's timers may call in before that
+        self._grid = CardGrid(id="grid")  # one lookup, not a DOM query per host and flush
+        self._summary_due = False
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield CardGrid(id="grid")
+        yield self._grid
         yield ModeFooter()
 
     @property
     def grid(self) -> CardGrid:
-        return self.query_one(CardGrid)
+        return self._grid
+
+    def _live(self) -> bool:
+        """Composed and not being torn down (the app's timers call in before and after)."""
+        return self._ready and self._grid.is_attached
 
     def update_host(self, state: HostState) -> None:
-        if not self._ready or not self.query(CardGrid):
+        if not self._live():
             return
         # The state was judged at the app's one "now": the card gets both at once (tui/app.py).
-        self.grid.update_host(state).now = self.app.now  # type: ignore[attr-defined]
+        self._grid.update_host(state).now = self.app.now  # type: ignore[attr-defined]
         self._states[state.host] = state
+        if not self._summary_due:  # the header's counts, from every state, once per batch of hosts
+            self._summary_due = True
+            self.call_later(self._show_summary)
+
+    def _show_summary(self) -> None:
+        self._summary_due = False
         self.sub_title = summary(self._states.values())
 
     def set_now(self, now: float) -> None:
-        if self._ready and self.query(CardGrid):
-            self.grid.set_now(now)
+        if self._live():
+            self._grid.set_now(now)
 
     def on_mount(self) -> None:
         self._ready = True

@@ -27,6 +27,11 @@ class CardGrid(ScrollableContainer, can_focus=False):
     resize, a new card or a verdict that needs another row all lay it out again. Cards keep the
     order in which their hosts first arrived. Arrow keys move the focus between cards.
 
+    Only what is on screen is drawn: after every layout and scroll the grid marks each card on or
+    off screen (:meth:`check_on_screen`); a card off screen keeps the states it is given and
+    draws the latest when it is scrolled back into view, and the clock (:meth:`set_now`) moves
+    only the cards on screen.
+
     Args:
         min_card_width: the narrowest a card may be laid out, in cells (border included).
     """
@@ -72,8 +77,14 @@ class CardGrid(ScrollableContainer, can_focus=False):
         """The card of ``host``, or None."""
         return self._cards.get(host)
 
+    def on_mount(self) -> None:
+        # After every layout and every scroll (a resize, a card that grew, a focus move that
+        # scrolled): which cards are on screen now.
+        self.screen.screen_layout_refresh_signal.subscribe(self, lambda _screen: self.check_on_screen())
+
     def update_host(self, state: HostState) -> HostCard:
-        """Show ``state`` on its host's card, creating the card on first sight.
+        """Show ``state`` on its host's card, creating the card on first sight. A card off screen
+        keeps it and shows it when it is scrolled into view (:meth:`check_on_screen`).
 
         Returns:
             The host's card.
@@ -88,6 +99,25 @@ class CardGrid(ScrollableContainer, can_focus=False):
             card.state = state
         return card
 
+    def check_on_screen(self) -> None:
+        """Mark each card on screen when any part of it is in the grid's view, else off
+        (:attr:`HostCard.on_screen`): one off screen costs nothing (no restyle, redraw or
+        measure) until it is back, when it shows its latest state and the grid's clock. A card
+        not laid out yet stays as it is. Called after every layout and scroll of the screen."""
+        if not self.is_attached:
+            return
+        for card in self._cards.values():
+            if not card.region:
+                continue  # not laid out yet (just mounted): it draws its first state itself
+            on = self.can_view_partial(card)
+            if on and not card.on_screen:
+                card.now = self._now
+            card.set_on_screen(on)
+
+    def on_screen(self) -> list[HostCard]:
+        """The cards on screen now (see :meth:`check_on_screen`), in display order."""
+        return [c for c in self._cards.values() if c.on_screen]
+
     def remove_host(self, host: str) -> None:
         """Remove a host's card, if it has one."""
         card = self._cards.pop(host, None)
@@ -95,10 +125,12 @@ class CardGrid(ScrollableContainer, can_focus=False):
             card.remove()
 
     def set_now(self, now: float) -> None:
-        """Set every card's clock (the app's shared 1 Hz tick)."""
+        """Set the clock of the cards on screen (the app's shared 1 Hz tick); a card off screen
+        gets it when it is back on."""
         self._now = now
         for card in self._cards.values():
-            card.now = now
+            if card.on_screen:
+                card.now = now
 
     def columns_for(self, width: int) -> int:
         """How many columns ``width`` cells hold: cards at least ``min_card_width`` wide, at
