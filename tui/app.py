@@ -213,6 +213,9 @@ class UpwatchApp(App[None]):
             return  # timers fire until the app has gone; the screens are being torn down
         self.now = self.clock.now()
         self._dirty.update(self.watchers)
+        # This flush counts as the overview's next one: the repaint timer's comes a full
+        # ``overview_hz`` period after it, not a moment later (two frames a second, not three).
+        self._last_flush = time.monotonic()
         self.call_later(self._flush_stepwise)
 
     # --- actions ---------------------------------------------------------------------------------

@@ -157,15 +157,17 @@ class CardGrid(ScrollableContainer, can_focus=False):
             return "auto"
         viewport = self.app.size
         col_w = width // columns  # the grid shares the width out, the first columns taking the rest
-        needs = []
+        needs: list[int] = []
         for i in range(0, len(cards), columns):
             row = 0
             for card in cards[i:i + columns]:
                 gw, gh = card.styles.gutter.totals
                 row = max(row, card.get_content_height(self.outer_size, viewport, col_w - gw) + gh)
             needs.append(row)
-        if sum(needs) > height:
-            return "auto"  # more than the screen holds: each row as tall as it needs, and scroll
+            if sum(needs) > height:
+                # More than the screen holds (known without measuring the rest): each row as
+                # tall as it needs, and scroll.
+                return "auto"
         even, rest = divmod(height, len(needs))
         if max(needs) <= even:
             return " ".join(str(even + (1 if k < rest else 0)) for k in range(len(needs)))
