@@ -65,24 +65,34 @@ STALE: the host stopped answering; the card keeps the last known state.
 """
 
 
+def counted_as(state: HostState) -> str:
+    """What a host counts as in the header (:func:`summary`): its headline (``failed``,
+    ``loading`` ...), or ``stale`` when it stopped answering (its state is only the last known
+    one), except a host never reached (``unreachable``, ``ssh refused``)."""
+    h = headline(state)
+    if state.stale_since is not None and h not in ("unreachable", "ssh refused"):
+        return "stale"
+    return h
+
+
 def summary(states) -> str:
     """``4 hosts: 1 failed · 1 stale · 1 stalled · 1 ready``: the header's answer to "up?", worst
-    first, so a narrow terminal cuts the good news, not the bad. Each host counts once: a stale
-    host as ``stale`` (its state is only the last known one), a host never reached as
-    ``unreachable``."""
-    states = list(states)
+    first, so a narrow terminal cuts the good news, not the bad. Each host counts once
+    (:func:`counted_as`)."""
     counts: dict[str, int] = {}
-    stale = 0
     for s in states:
-        h = headline(s)
-        if s.stale_since is not None and h not in ("unreachable", "ssh refused"):
-            stale += 1  # its state is only the last known one: counted as stale, nothing else
-            continue
-        counts[h] = counts.get(h, 0) + 1
+        key = counted_as(s)
+        counts[key] = counts.get(key, 0) + 1
+    return summary_of(counts)
+
+
+def summary_of(counts: dict[str, int]) -> str:
+    """:func:`summary` from the number of hosts counted as each :func:`counted_as` word."""
     parts = [f"{counts[k]} {k}" for k in HEADLINES if counts.get(k)]
+    stale = counts.get("stale", 0)
     if stale:
         parts.insert(1 if counts.get("failed") else 0, f"{stale} stale")
-    n = len(states)
+    n = sum(counts.values())
     return f"{n} host{'s' if n != 1 else ''}: " + " · ".join(parts) if parts else ""
 
 
@@ -115,7 +125,8 @@ class OverviewScreen(Screen[None]):
     def __init__(self, hosts: list[str]) -> None:
         super().__init__()
         self.hosts = hosts
-        self._states: dict[str, HostState] = {}
+        self._counted_as: dict[str, str] = {}  # host -> what it counts as in the header
+        self._counts: dict[str, int] = {}  # ... and how many hosts count as each
         self._ready = False  # set once composed: the app's timers may call in before that
         self._grid = CardGrid(id="grid")  # one lookup, not a DOM query per host and flush
         self._summary_due = False
@@ -138,14 +149,20 @@ class OverviewScreen(Screen[None]):
             return
         # The state was judged at the app's one "now": the card gets both at once (tui/app.py).
         self._grid.update_host(state).now = self.app.now  # type: ignore[attr-defined]
-        self._states[state.host] = state
-        if not self._summary_due:  # the header's counts, from every state, once per batch of hosts
-            self._summary_due = True
-            self.call_later(self._show_summary)
+        # The header's counts, of every host's latest state, kept up to date one host at a time.
+        key, old = counted_as(state), self._counted_as.get(state.host)
+        if key != old:
+            self._counted_as[state.host] = key
+            if old is not None:
+                self._counts[old] -= 1
+            self._counts[key] = self._counts.get(key, 0) + 1
+            if not self._summary_due:
+                self._summary_due = True
+                self.call_later(self._show_summary)
 
     def _show_summary(self) -> None:
         self._summary_due = False
-        self.sub_title = summary(self._states.values())
+        self.sub_title = summary_of(self._counts)
 
     def set_now(self, now: float) -> None:
         if self._live():
