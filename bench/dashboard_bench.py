@@ -262,9 +262,10 @@ async def _child(mode: str, args: argparse.Namespace) -> dict[str, Any]:
 
         done = False
         try:
-            async with app.run_test(size=(args.width, args.height)) as pilot:
-                await pilot.pause()
+            async with app.run_test(size=(args.width, args.height)):
                 # Open the gate only when every card is composed (the window starts after the mount).
+                # (No Pilot.pause() here: on a busy machine mounting 128 cards outlasts its own
+                # timeout, WaitForScreenTimeout; this wait has its own bound.)
                 deadline = time.perf_counter() + 60.0
                 while time.perf_counter() < deadline:
                     cards = app.screen.query("HostCard")
