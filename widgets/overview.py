@@ -114,10 +114,6 @@ class CardGrid(ScrollableContainer, can_focus=False):
                 card.now = self._now
             card.set_on_screen(on)
 
-    def on_screen(self) -> list[HostCard]:
-        """The cards on screen now (see :meth:`check_on_screen`), in display order."""
-        return [c for c in self._cards.values() if c.on_screen]
-
     def remove_host(self, host: str) -> None:
         """Remove a host's card, if it has one."""
         card = self._cards.pop(host, None)
@@ -177,9 +173,9 @@ class CardGrid(ScrollableContainer, can_focus=False):
     def action_move(self, rows: int, cols: int) -> None:
         """Focus the card ``rows`` rows and ``cols`` columns away from the focused one (the first
         card when none is), scrolled into view; a move that would leave the grid does nothing
-        (no wrap). The focus moves at once
-        (:meth:`~textual.screen.Screen.set_focus`, not the deferred ``Widget.focus``), so the
-        next key, however fast it follows, moves on from the new card."""
+        (no wrap). The focus moves at once (:meth:`~textual.screen.Screen.set_focus`, not the
+        deferred ``Widget.focus``), so the next key, however fast it follows, moves on from the
+        new card."""
         cards = list(self._cards.values())
         if not cards:
             return
