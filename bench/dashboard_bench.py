@@ -5,6 +5,8 @@ Usage::
 
     python3 bench/dashboard_bench.py [--seconds 60] [--hosts 32] [--rate 200] [--gpus 8] [--json OUT]
                                      [--view auto|cards|compact]
+    python3 bench/dashboard_bench.py --cases all --seconds 20   # issue 17's three loads, PASS/MISS each
+    python3 bench/dashboard_bench.py --cases all --seconds 20 --code /work/main   # the same, on another checkout
     python3 bench/dashboard_bench.py --quick            # 5 s per run, for trying things
     python3 bench/dashboard_bench.py --profile OUT.pstats [--seconds 20]   # cProfile the UI run only
 
@@ -38,389 +40,48 @@ library and ``probes``, so the ~20 MB a child inherits at fork is far below any 
 with Linux's ``VmHWM`` (this process image's peak, reset at exec) as a cross-check.
 
 Prints a table with the three runs, the ratio UI / no-UI of CPU time (also less the generator
-floor, and per delivered line), PASS/MISS for the targets (UI run under 25 % of one core, under 300 MB, event
-loop p99 lag under 50 ms), and writes everything to ``bench/out/dashboard_bench.json`` (or
+floor, and per delivered line), PASS/MISS for the targets, and writes everything to ``bench/out/dashboard_bench.json`` (or
 ``--json OUT``). Always exits 0: this is a report, not a test. An error raised while the app shuts
 down after the window is recorded (``shutdown_error``), not fatal; one during the window is.
+
+Targets: ``--cases`` runs the loads of issue 17 (:data:`CASES`: 32 hosts at 1 line/s, the
+dashboard at most 8 % of a core; 32 at 200 lines/s, at most 30 % and lag p99 under 50 ms; 128 at
+1 line/s, at most 15 % and under 400 MB), each with its own no-UI run, and ends with a summary row
+per case; every line must be delivered in each. A single ``--hosts``/``--rate`` run is held to
+:data:`ADHOC_TARGETS` (25 % of a core, 300 MB, lag p99 50 ms). ``--code DIR`` measures another
+checkout's upwatch (its ``probes``, ``tui``, ``widgets``) with this load and this report, so a
+before and after come from the same sitting.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import datetime as _dt
 import json
 import os
 import platform
-import re
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 OUT = os.path.join(HERE, "out")
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+#: Set (by ``--code DIR``) for the children: they import upwatch from DIR instead of this checkout.
+CODE_ENV = "DASHBOARD_BENCH_CODE"
+CODE = os.path.abspath(os.environ.get(CODE_ENV) or ROOT)
+if CODE not in sys.path:
+    sys.path.insert(0, CODE)
 
-from probes.transport.runner import Completed, ProbeError  # noqa: E402  (after the path set-up)
-from probes.transport.replay.journalctl import ALWAYS_FIELDS  # noqa: E402
+from flood_host import PORT, UNIT, FloodRunner, Gate  # noqa: E402  (after the path set-up)
 
 TARGET_CPU_PCT = 25.0     # UI run, percent of one core
 TARGET_RSS_MB = 300.0     # UI run, peak RSS
 TARGET_LAG_P99_MS = 50.0  # UI run, event loop lag p99
-
-FIXTURES = os.path.join(ROOT, "tests", "fixtures")
-LOG_FIXTURE = os.path.join(FIXTURES, "logs", "sglang-ok-03.log")
-JOURNAL_FIXTURE = os.path.join(FIXTURES, "journal", "sglang-startup.jsonl")
-GPU_FIXTURE = os.path.join(FIXTURES, "nvidia-smi", "query-gpu.h100x8-sglang-tp8.loop.csv")
-SHOW_FIXTURE = os.path.join(FIXTURES, "systemctl-show", "active-running.gpu-node-1.derived.txt")
-
-UNIT = "sglang.service"
-PORT = 30000
-
-# systemd 252's own records around a restart of the unit (src/core/job.c, unit.c; MESSAGE_IDs from
-# systemd's catalog). "Started" is copied from JOURNAL_FIXTURE; the other three have the same
-# shape (PID 1, _TRANSPORT=journal, UNIT=) with the words and ids systemd 252 writes.
-_STOP_RECORDS = (
-    ("Stopping sglang.service - SGLang server...", "de5b426a63be47a7b6ac3eaac82e2f6f", "job_emit_start_message",
-     "src/core/job.c", "JOB_TYPE", "stop"),
-    ("sglang.service: Deactivated successfully.", "7ad2d189f7e94e70a38c781354912448", "unit_log_success",
-     "src/core/unit.c", None, None),
-    ("Stopped sglang.service - SGLang server.", "9d1aaa27d60140bd96365438aad20286", "job_emit_done_message",
-     "src/core/job.c", "JOB_TYPE", "stop"),
-)
-
-# Uvicorn colours its level name when it may (``use_colors``); a journal then stores the ESC bytes
-# and ``journalctl -o json`` prints MESSAGE as an array of byte values.
-_UVICORN_INFO = re.compile(r"^(\[[^\]]+\] )INFO:")
-
-
-def _load_templates() -> tuple[dict[str, Any], dict[str, Any]]:
-    """The journal fixture's first PID-1 record (systemd's "Started") and first stdout record of the
-    server: every field and the key order are copied from them."""
-    systemd = server = None
-    with open(JOURNAL_FIXTURE, encoding="utf-8") as f:
-        for row in f:
-            rec = json.loads(row)
-            if systemd is None and rec.get("_PID") == "1" and rec.get("UNIT") == UNIT:
-                systemd = rec
-            if server is None and rec.get("_TRANSPORT") == "stdout" and rec.get("_SYSTEMD_UNIT") == UNIT:
-                server = rec
-    if systemd is None or server is None:
-        raise SystemExit(f"{JOURNAL_FIXTURE}: no systemd/server template record")
-    return systemd, server
-
-
-def _fixture_messages() -> list[str]:
-    """The log fixture's lines, some uvicorn ones coloured (see :data:`_UVICORN_INFO`)."""
-    with open(LOG_FIXTURE, "rb") as f:
-        lines = f.read().decode("utf-8").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [_UVICORN_INFO.sub(lambda m: m.group(1) + "\x1b[32mINFO\x1b[0m:", s) for s in lines]
-
-
-def _hex_id(*parts: object) -> str:
-    """32 hex digits, stable for the same parts (ids such as _BOOT_ID, INVOCATION_ID)."""
-    import hashlib
-
-    return hashlib.blake2b("|".join(map(str, parts)).encode(), digest_size=16).hexdigest()
-
-
-def _systemd_time(epoch: float) -> str:
-    return time.strftime("%a %Y-%m-%d %H:%M:%S UTC", time.gmtime(int(epoch)))
-
-
-class Gate:
-    """Opened once by the benchmark when the load window starts: hosts write nothing before."""
-
-    def __init__(self) -> None:
-        self.event = asyncio.Event()
-        self.t0 = 0.0  # perf_counter at the opening
-
-    def open(self) -> None:
-        self.t0 = time.perf_counter()
-        self.event.set()
-
-
-class FloodRunner:
-    """A fake GPU host whose server logs ``rate`` lines a second: the :class:`~probes.transport.runner.Runner`
-    protocol, answering in the real formats.
-
-    * ``stream(journalctl -u UNIT -o json -f ...)``: ``journalctl -o json`` records (fields and
-      key order of a real systemd 252 record of ``tests/fixtures/journal/sglang-startup.jsonl``;
-      ``MESSAGE`` as a byte array when it holds a control character, as journald does; cursors of
-      the real ``s=;i=;b=;m=;t=;x=`` shape) for the lines of ``tests/fixtures/logs/sglang-ok-03.log``,
-      cycled: every cycle is one start of the unit (systemd's Stopping / Deactivated / Stopped /
-      Started records, then the server's lines under a new PID and invocation id). ``rate * burst_s``
-      lines every ``burst_s`` seconds, paced on absolute deadlines from the gate's opening (a late
-      burst catches up), ``rate * seconds`` lines in all, then the stream stays open and quiet.
-      Records are made as they are sent (nothing is pre-built but each line's JSON-escaped text).
-    * ``stream(nvidia-smi --query-gpu=... -lms MS)``: every ``MS`` ms one row per GPU, rows of
-      ``tests/fixtures/nvidia-smi/query-gpu.h100x8-sglang-tp8.loop.csv`` cycled (this host's UUIDs).
-    * ``run(systemctl show UNIT ...)``: ``tests/fixtures/systemctl-show/active-running.gpu-node-1.derived.txt``
-      with the current start's ``MainPID`` and start times.
-    * ``forward``/``http_transport``: a :class:`~probes.transport.replay.runner.ReplayRunner` whose server is healthy
-      (``/health`` 200 empty body; ``/v1/models`` and ``/v1/completions`` in SGLang's shapes).
-    """
-
-    def __init__(self, host: str, gate: Gate, *, index: int = 0, rate: float = 200.0, seconds: float = 60.0,
-                 burst_s: float = 0.1, gpus: int = 8, pattern: str = "restarts") -> None:
-        from probes.clock import WallClock
-        from probes.transport.replay.runner import ReplayRunner
-        from probes.transport.replay.scenario import HealthFrame, Scenario
-
-        self.host = host
-        self.gate = gate
-        self.rate = rate
-        self.seconds = seconds
-        self.burst_s = burst_s
-        self.total = int(round(rate * seconds))
-        self.sent = 0          # journal records sent
-        self.gpu_rows = 0      # nvidia-smi rows sent
-        self._closed = asyncio.Event()
-        systemd, server = _load_templates()
-        self._boot = _hex_id("boot", host)
-        self._machine = _hex_id("machine", host)
-        self._seqnum_id = _hex_id("seqnum", host)
-        # __MONOTONIC_TIMESTAMP: the host's uptime in µs (the fixture's at its first record, then real time).
-        self._mono0_us = 17_266_158_233 - time.monotonic_ns() // 1000
-        self._seq = 0
-        self._start_no = 0
-        self._pid = 3207 + 10 * index
-        self._started_at = time.time()
-        self._systemd_tpl = systemd
-        self._server_tpl = server
-        # The fields the follow asked for (``--output-fields``; journalctl keeps the cursor, the
-        # timestamps and _BOOT_ID whatever is asked), None for all.
-        self._keep: frozenset[str] | None = None
-        msgs = _fixture_messages()
-        self._messages = [self._msg_json(m) for m in msgs]
-        # pattern "serving": one start, then the fixture's own serving lines (SGLang's "Prefill
-        # batch" line and uvicorn's POST /generate access line) cycled, as a busy server logs.
-        self._pattern = pattern
-        self._serving = [self._msg_json(m) for m in msgs if "Prefill batch" in m or '"POST /' in m]
-        self._pos = 0
-        self._server_prefix = b""
-        self._pending = self._new_start(first=True)  # systemd's "Started", then the server's lines
-        # GPU rows: the fixture's rows with this host's UUIDs (the last two hex digits are the index).
-        with open(GPU_FIXTURE, encoding="utf-8") as f:
-            rows = [r.rstrip("\n") for r in f if r.strip()]
-        tag = f"{index:08x}"
-        self._gpu_rows = [r.replace("GPU-00000000-", f"GPU-{tag}-", 1).encode() for r in rows]
-        self._gpus = gpus
-        self._gpu_pos = 0
-        with open(SHOW_FIXTURE, encoding="utf-8") as f:
-            self._show = f.read()
-        scenario = Scenario(host=host, unit=UNIT, engine="sglang", port=PORT, model="Qwen/QwQ-32B",
-                            start=time.time(), gpus=(), journal=(), unit_timeline=(), gpu_timeline=(),
-                            health=(HealthFrame(0.0, 200),))
-        self._http = ReplayRunner(scenario, WallClock())
-
-    # --- journal records ---------------------------------------------------------------------------
-
-    @staticmethod
-    def _msg_json(text: str) -> bytes:
-        from probes.transport.replay.scenario import journal_value
-
-        return json.dumps(journal_value(text), ensure_ascii=False, separators=(",", ":")).encode()
-
-    def _fields_prefix(self, tpl: dict[str, Any], drop: set[str], override: dict[str, Any]) -> bytes:
-        """The record's constant fields, JSON, without the closing brace (key order of ``tpl``)."""
-        keep = self._keep
-        fields = {k: override.get(k, v) for k, v in tpl.items()
-                  if k not in drop and (keep is None or k in keep)}
-        return json.dumps(fields, ensure_ascii=False, separators=(",", ":")).encode()[:-1]
-
-    def _ask_fields(self, argv: tuple[str, ...]) -> None:
-        """Honour the follow's ``--output-fields=A,B`` from now on, as journalctl does."""
-        asked = [a.split("=", 1)[1] for a in argv if a.startswith("--output-fields=")]
-        keep = (frozenset(asked[-1].split(",")) | ALWAYS_FIELDS) if asked else None
-        if keep == self._keep:
-            return
-        self._keep = keep
-
-        def refilter(body: bytes) -> bytes:
-            fields = json.loads(body + b"}")
-            kept = {k: v for k, v in fields.items() if keep is None or k in keep}
-            return json.dumps(kept, ensure_ascii=False, separators=(",", ":")).encode()[:-1]
-
-        self._server_prefix = refilter(self._server_prefix)  # fields only dropped, never added:
-        self._pending = [refilter(b) for b in self._pending]  # a follow asks for the same each time
-
-    def _new_start(self, first: bool = False) -> list[bytes]:
-        """Begin a new start of the unit; returns systemd's records for it (bodies without the
-        cursor and timestamps): Stopping / Deactivated / Stopped of the previous start (not for the
-        first), then Started."""
-        self._start_no += 1
-        if not first:
-            self._pid += 1
-        self._started_at = time.time()
-        inv = _hex_id("inv", self.host, self._start_no)
-        common = {"_HOSTNAME": self.host, "_BOOT_ID": self._boot, "_MACHINE_ID": self._machine}
-        varying = {"MESSAGE", "__CURSOR", "__REALTIME_TIMESTAMP", "__MONOTONIC_TIMESTAMP",
-                   "_SOURCE_REALTIME_TIMESTAMP"}
-        self._server_prefix = self._fields_prefix(
-            self._server_tpl, varying,
-            {**common, "_PID": str(self._pid), "_SYSTEMD_INVOCATION_ID": inv,
-             "_STREAM_ID": _hex_id("stream", self.host, self._start_no)})
-        systemd = []
-        tpl = self._systemd_tpl
-        if not first:
-            old_inv = _hex_id("inv", self.host, self._start_no - 1)
-            for msg, mid, func, cfile, k, v in _STOP_RECORDS:
-                over = {**common, "INVOCATION_ID": old_inv, "MESSAGE_ID": mid, "CODE_FUNC": func,
-                        "CODE_FILE": cfile}
-                drop = set(varying)
-                if k is None:
-                    drop |= {"JOB_TYPE", "JOB_RESULT", "JOB_ID"}
-                else:
-                    over[k] = v
-                    if func == "job_emit_start_message":
-                        drop.add("JOB_RESULT")  # a job's start message has no result yet
-                systemd.append(self._fields_prefix(tpl, drop, over) + b',"MESSAGE":' + self._msg_json(msg))
-        systemd.append(self._fields_prefix(tpl, varying, {**common, "INVOCATION_ID": inv})
-                       + b',"MESSAGE":' + self._msg_json(str(tpl["MESSAGE"])))
-        return systemd
-
-    def _stamp(self, body: bytes, realtime_us: int) -> bytes:
-        self._seq += 1
-        seq = self._seq
-        mono = self._mono0_us + (time.monotonic_ns() // 1000)
-        x = (seq * 0x9E3779B97F4A7C15 + realtime_us) & 0xFFFFFFFFFFFFFFFF
-        cursor = f"s={self._seqnum_id};i={seq:x};b={self._boot};m={mono:x};t={realtime_us:x};x={x:016x}"
-        return (body + f',"__CURSOR":"{cursor}","__REALTIME_TIMESTAMP":"{realtime_us}",'
-                f'"__MONOTONIC_TIMESTAMP":"{mono}"}}'.encode())
-
-    def _records(self, n: int) -> list[bytes]:
-        """The next ``n`` journal lines (systemd's records around a restart count as lines)."""
-        out: list[bytes] = []
-        rt = time.time_ns() // 1000
-        msgs = self._messages
-        pending = self._pending
-        while len(out) < n:
-            if pending:
-                body = pending.pop(0)
-            elif self._pos == len(msgs):
-                self._pos = 0
-                if self._pattern == "serving":
-                    msgs = self._messages = self._serving
-                    continue
-                pending = self._pending = self._new_start()
-                continue
-            else:
-                body = self._server_prefix + b',"MESSAGE":' + msgs[self._pos]
-                self._pos += 1
-            out.append(self._stamp(body, rt + len(out)))
-        return out
-
-    # --- Runner protocol -----------------------------------------------------------------------------
-
-    async def run(self, argv: Sequence[str], timeout: float = 30.0) -> Completed:
-        argv = tuple(argv)
-        if self._closed.is_set():
-            raise ProbeError("closed", f"{self.host}: connection closed")
-        if argv[:2] == ("systemctl", "show"):
-            started = _systemd_time(self._started_at)
-            text = re.sub(r"^MainPID=\d+$", f"MainPID={self._pid}", self._show, flags=re.M)
-            text = text.replace("Sat 2025-03-08 12:28:58 UTC", started)
-            return Completed(argv, 0, text.encode())
-        if argv[:1] == ("journalctl",) and "-n" in argv:
-            # The watcher's one-entry looks: the access check (``-o cat``) and whether the journal
-            # has an entry to show (``-o json``). This journal always has: it writes from the gate.
-            if "json" in argv:
-                return Completed(argv, 0, self._stamp(self._server_prefix + b',"MESSAGE":' + self._messages[0],
-                                                      time.time_ns() // 1000) + b"\n")
-            return Completed(argv, 0, b"[2025-03-08 12:29:01] server_args=ServerArgs(...)\n")
-        return Completed(argv, 127, b"", f"sh: 1: {argv[0] if argv else ''}: not found".encode())
-
-    def stream(self, argv: Sequence[str]) -> AsyncIterator[bytes]:
-        return self._stream(tuple(argv))
-
-    async def _stream(self, argv: tuple[str, ...]) -> AsyncIterator[bytes]:
-        if self._closed.is_set():
-            raise ProbeError("closed", f"{self.host}: connection closed")
-        name = argv[0].rsplit("/", 1)[-1] if argv else ""
-        if name == "journalctl" and "json" in argv and ("-f" in argv or "--follow" in argv):
-            self._ask_fields(argv)
-            async for line in self._journal():
-                yield line
-            return
-        if name == "nvidia-smi" and "-lms" in argv:
-            ms = int(argv[argv.index("-lms") + 1])
-            async for line in self._gpu(ms / 1000.0):
-                yield line
-            return
-        raise ProbeError("command", f"{self.host}: {' '.join(argv[:3])} is not simulated")
-
-    async def _until(self, deadline: float) -> bool:
-        """Sleep until perf_counter ``deadline``; False when the runner was closed meanwhile."""
-        delay = deadline - time.perf_counter()
-        if delay > 0:
-            try:
-                await asyncio.wait_for(self._closed.wait(), delay)
-                return False
-            except TimeoutError:
-                pass
-        else:
-            # Late (the consumer is behind): still give the loop a turn between bursts, as a socket
-            # delivers one read at a time, so one host catching up cannot hold the loop for seconds.
-            await asyncio.sleep(0)
-        return not self._closed.is_set()
-
-    async def _wait_gate(self) -> bool:
-        waiter = asyncio.ensure_future(self.gate.event.wait())
-        closer = asyncio.ensure_future(self._closed.wait())
-        try:
-            await asyncio.wait({waiter, closer}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for t in (waiter, closer):
-                t.cancel()
-        return not self._closed.is_set()
-
-    async def _journal(self) -> AsyncIterator[bytes]:
-        if not await self._wait_gate():
-            return
-        k = 0
-        per_burst = self.rate * self.burst_s
-        while self.sent < self.total:
-            if not await self._until(self.gate.t0 + k * self.burst_s):
-                return
-            due = min(self.total, int(round(per_burst * (k + 1))))
-            for line in self._records(due - self.sent):
-                self.sent += 1
-                yield line
-            k += 1
-        await self._closed.wait()
-
-    async def _gpu(self, interval: float) -> AsyncIterator[bytes]:
-        if not await self._wait_gate():
-            return
-        k = 0
-        rows = self._gpu_rows
-        while True:
-            if not await self._until(self.gate.t0 + k * interval):
-                return
-            for _ in range(self._gpus):
-                self.gpu_rows += 1
-                yield rows[self._gpu_pos]
-                self._gpu_pos = (self._gpu_pos + 1) % len(rows)
-            k += 1
-
-    async def forward(self, remote_port: int) -> int:
-        return await self._http.forward(remote_port)
-
-    def http_transport(self) -> Any:
-        return self._http.http_transport()
-
-    async def close(self) -> None:
-        self._closed.set()
-        await self._http.close()
-
 
 # --- the child: one run ------------------------------------------------------------------------------
 
@@ -482,6 +143,13 @@ def _peak_memory() -> dict[str, float | None]:
     return out
 
 
+def _code_path() -> str:
+    """The checkout whose ``tui`` package this process imports."""
+    import tui
+
+    return os.path.dirname(os.path.dirname(os.path.abspath(tui.__file__)))
+
+
 def _specs(hosts: int) -> tuple[Any, ...]:
     from probes.spec import HostSpec
 
@@ -509,7 +177,8 @@ async def _child(mode: str, args: argparse.Namespace) -> dict[str, Any]:
         import cProfile
 
         profiler = cProfile.Profile()
-    result: dict[str, Any] = {"mode": mode}
+    # Where the upwatch measured comes from (``--code``), as the child imported it.
+    result: dict[str, Any] = {"mode": mode, "code": _code_path()}
 
     async def window(before_close: Any = None) -> None:
         # Let every task reach its first wait (streams opened, waiting for the gate).
@@ -596,13 +265,15 @@ async def _child(mode: str, args: argparse.Namespace) -> dict[str, Any]:
 
         done = False
         try:
-            async with app.run_test(size=(args.width, args.height)) as pilot:
-                await pilot.pause()
-                app.screen.set_view(args.view)  # --view: auto, cards or compact
-                await pilot.pause()
-                # Open the gate only when every card is composed, or every row is in the table
-                # (the window starts after the mount).
+            async with app.run_test(size=(args.width, args.height)):
+                # Open the gate only when every card is composed (the window starts after the mount).
+                # (No Pilot.pause() here: on a busy machine mounting 128 cards outlasts its own
+                # timeout, WaitForScreenTimeout; this wait has its own bound.)
                 deadline = time.perf_counter() + 60.0
+                while time.perf_counter() < deadline and not getattr(app.screen, "_ready", False):
+                    await asyncio.sleep(0.05)
+                app.screen.set_view(args.view)  # --view: auto, cards or compact
+                # ... or every row is in the table.
                 while time.perf_counter() < deadline:
                     if app.screen.compact:
                         if app.screen.table.total == args.hosts:
@@ -662,7 +333,7 @@ def run_child(mode: str, args: argparse.Namespace) -> dict[str, Any]:
         argv += ["--profile", args.profile]
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.run(argv, cwd=os.environ.get(CODE_ENV, ROOT), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         elapsed = time.perf_counter() - t0
         if proc.returncode != 0:
             raise SystemExit(f"{mode} run failed (rc {proc.returncode}):\n{proc.stderr[-4000:]}")
@@ -690,22 +361,146 @@ def machine() -> dict[str, Any]:
     return {**replay_machine(), "platform": platform.platform(), "loadavg_1m_before": load}
 
 
-def git_state() -> dict[str, Any]:
+def git_state(path: str) -> dict[str, Any]:
+    """The checkout at ``path`` whose code is measured: its commit, and the files of ``probes/``,
+    ``tui/`` and ``widgets/`` with uncommitted changes."""
     def git(*a: str) -> str:
         try:
-            return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
+            return subprocess.run(["git", *a], cwd=path, capture_output=True, text=True, timeout=10).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             return ""
     dirty = git("status", "--porcelain", "--", "probes", "tui", "widgets")
-    return {"commit": git("rev-parse", "--short", "HEAD") or None, "dirty": [r[3:] for r in dirty.splitlines()]}
+    return {"path": path, "commit": git("rev-parse", "--short", "HEAD") or None,
+            "dirty": [r[3:] for r in dirty.splitlines()]}
 
 
 def _fmt(v: Any, spec: str, dash: str = "-") -> str:
     return dash if v is None else format(v, spec)
 
 
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """A load and the UI run's targets: ``hosts`` hosts at ``rate`` journal lines a second each;
+    the dashboard at most ``cpu_pct`` % of a core, and (when given) under ``rss_mb`` MB peak RSS
+    and under ``lag_p99_ms`` event-loop lag p99; every line delivered in both runs, always."""
+
+    hosts: int
+    rate: float
+    cpu_pct: float
+    rss_mb: float | None = None
+    lag_p99_ms: float | None = None
+
+    def verdicts(self, ui: dict[str, Any], noui: dict[str, Any]) -> dict[str, bool]:
+        """Target name -> met, for the UI and no-UI runs' results."""
+        out = {f"dashboard <= {self.cpu_pct:g} % of a core": ui["cpu_pct"] <= self.cpu_pct}
+        if self.rss_mb is not None:
+            out[f"dashboard peak RSS < {self.rss_mb:g} MB"] = ui["maxrss_mb"] < self.rss_mb
+        if self.lag_p99_ms is not None:
+            out[f"dashboard event loop lag p99 < {self.lag_p99_ms:g} ms"] = (
+                ui["lag"].get("p99_ms", 1e9) < self.lag_p99_ms)
+        out["every line delivered in the window (UI and no-UI runs)"] = (
+            ui["delivered"] == ui["expected"] and noui["delivered"] == noui["expected"])
+        return out
+
+
+#: The targets of issue 17, at 160x48 (``--cases``).
+CASES = {
+    "32x1": Case(32, 1.0, cpu_pct=8.0),
+    "32x200": Case(32, 200.0, cpu_pct=30.0, lag_p99_ms=50.0),
+    "128x1": Case(128, 1.0, cpu_pct=15.0, rss_mb=400.0),
+}
+#: An ad-hoc run (``--hosts``/``--rate`` without ``--cases``) is held to these.
+ADHOC_TARGETS = {"cpu_pct": TARGET_CPU_PCT, "rss_mb": TARGET_RSS_MB, "lag_p99_ms": TARGET_LAG_P99_MS}
+
+
+def run_case(name: str, case: Case, args: argparse.Namespace) -> dict[str, Any]:
+    """Run the floor (unless ``--no-floor``), no-UI and UI children for ``case``, one after the
+    other, and print its table. Returns the case's report (load, results, ratios, verdicts)."""
+    run_args = argparse.Namespace(**{**vars(args), "hosts": case.hosts, "rate": case.rate})
+    modes = (["floor"] if not args.no_floor else []) + ["noui", "ui"]
+    results: dict[str, dict[str, Any]] = {}
+    for mode in modes:
+        print(f"  {name}, {mode}: {case.hosts} hosts x {case.rate:g} lines/s x {args.seconds:g} s ...",
+              file=sys.stderr, flush=True)
+        results[mode] = r = run_child(mode, run_args)
+        print(f"    {r['cpu_pct']:.1f} % of a core, {r['maxrss_mb']:.1f} MB, "
+              f"lag p99 {r['lag'].get('p99_ms', 0):.1f} ms, {r['delivered']:,}/{r['expected']:,} lines",
+              file=sys.stderr, flush=True)
+    ui, noui, floor = results["ui"], results["noui"], results.get("floor")
+    ratio = ui["cpu_s"] / noui["cpu_s"] if noui["cpu_s"] > 0 else None
+    # Under overload (lines not all delivered) CPU time saturates and says little; CPU time per
+    # delivered line still compares the two runs.
+    per_line_ratio = None
+    if ui["delivered"] and noui["delivered"] and noui["cpu_s"] > 0:
+        per_line_ratio = (ui["cpu_s"] / ui["delivered"]) / (noui["cpu_s"] / noui["delivered"])
+    net_ratio = None
+    if floor is not None and noui["cpu_s"] - floor["cpu_s"] > 0:
+        net_ratio = (ui["cpu_s"] - floor["cpu_s"]) / (noui["cpu_s"] - floor["cpu_s"])
+    verdicts = case.verdicts(ui, noui)
+    labels = {"floor": "load generator only", "noui": "watchers, no UI", "ui": "dashboard (headless UI)"}
+    rows = [f"{name}: {case.hosts} hosts x {args.gpus} GPUs, {case.rate:g} journal lines/s each (bursts every "
+            f"{args.burst_ms:g} ms), {args.seconds:g} s per run, {args.width}x{args.height}", "",
+            f"{'run':<26}{'CPU s':>7}{'% core':>8}{'peak RSS MB':>13}{'lag p50':>9}{'p99':>9}{'max ms':>9}"
+            f"{'lines delivered':>22}{'CPU us/line':>12}{'repaints':>10}"]
+    for mode in modes:
+        r = results[mode]
+        lag = r["lag"]
+        delivered = f"{r['delivered']:,} ({r['delivered'] / r['expected'] * 100:.1f} %)"
+        per_line = r["cpu_s"] / r["delivered"] * 1e6 if r["delivered"] else None
+        rows.append(f"{labels[mode]:<26}{r['cpu_s']:>7.2f}{r['cpu_pct']:>8.1f}{r['maxrss_mb']:>13.1f}"
+                    f"{_fmt(lag.get('p50_ms'), '.1f'):>9}{_fmt(lag.get('p99_ms'), '.1f'):>9}"
+                    f"{_fmt(lag.get('max_ms'), '.1f'):>9}{delivered:>22}{_fmt(per_line, '.0f'):>12}"
+                    f"{_fmt(r.get('repaints'), 'd'):>10}")
+    rows.append(f"(expected lines per run: {ui['expected']:,}; CPU = process_time over the window of "
+                f"{ui['wall_s']:.1f} s; peak RSS = the child's ru_maxrss)")
+    rows.append("")
+    rows.append(f"ratio UI / no-UI, CPU time:                    {_fmt(ratio, '.2f')}x")
+    if net_ratio is not None and floor is not None:
+        rows.append(f"ratio UI / no-UI, CPU time less the generator: {net_ratio:.2f}x  "
+                    f"(upwatch alone: {noui['cpu_pct'] - floor['cpu_pct']:.1f} % -> "
+                    f"{ui['cpu_pct'] - floor['cpu_pct']:.1f} % of a core)")
+    rows.append(f"ratio UI / no-UI, CPU time per delivered line: {_fmt(per_line_ratio, '.2f')}x")
+    rows.append(f"the UI adds {ui['cpu_pct'] - noui['cpu_pct']:.1f} % of a core and "
+                f"{ui['maxrss_mb'] - noui['maxrss_mb']:.1f} MB")
+    s = ui.get("sample")
+    if s:
+        rows.append(f"{s['host']} at the end (UI run): engine={s['engine']} state={s['state']} phase={s['phase']} "
+                    f"starts={s['starts']} readiness={s['readiness']} gpus={s['gpus']}; screen {ui.get('screen')} "
+                    f"({ui.get('view')} view, --view {args.view}) with {ui.get('cards')} cards")
+    rows.append("targets:")
+    for target, ok in verdicts.items():
+        rows.append(f"  {'PASS' if ok else 'MISS'}  {target}")
+    print("\n".join(rows) + "\n", flush=True)
+    return {"load": {"hosts": case.hosts, "gpus": args.gpus, "rate": case.rate, "seconds": args.seconds,
+                     "burst_ms": args.burst_ms, "size": [args.width, args.height], "pattern": args.pattern,
+                     "view": args.view},
+            "targets": dataclasses.asdict(case),
+            "results": results, "ratios": {"ui/noui cpu": ratio, "ui/noui cpu less floor": net_ratio,
+                                           "ui/noui cpu per delivered line": per_line_ratio},
+            "verdicts": {k: ("PASS" if v else "MISS") for k, v in verdicts.items()}}
+
+
+def summary_rows(cases: dict[str, dict[str, Any]]) -> list[str]:
+    """One row per case: the no-UI and UI figures from the same sitting, and the verdicts."""
+    rows = [f"{'case':<8}{'hosts':>6}{'lines/s':>8}{'no-UI %':>9}{'UI %':>7}{'UI/no-UI':>9}{'lag p99':>9}"
+            f"{'RSS MB':>8}{'delivered':>11}  verdict"]
+    for name, rep in cases.items():
+        ui, noui = rep["results"]["ui"], rep["results"]["noui"]
+        delivered = "all" if ui["delivered"] == ui["expected"] and noui["delivered"] == noui["expected"] else (
+            f"{ui['delivered'] / ui['expected'] * 100:.1f} %")
+        verdict = "PASS" if all(v == "PASS" for v in rep["verdicts"].values()) else "MISS: " + "; ".join(
+            k for k, v in rep["verdicts"].items() if v != "PASS")
+        rows.append(f"{name:<8}{rep['load']['hosts']:>6}{rep['load']['rate']:>8g}{noui['cpu_pct']:>9.1f}"
+                    f"{ui['cpu_pct']:>7.1f}{_fmt(rep['ratios']['ui/noui cpu'], '.2f'):>8}x"
+                    f"{_fmt(ui['lag'].get('p99_ms'), '.1f'):>9}{ui['maxrss_mb']:>8.1f}{delivered:>11}  {verdict}")
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cases", metavar="NAMES",
+                    help="run the issue's cases instead of one --hosts/--rate load: 'all' or a comma list of "
+                         + ", ".join(f"{k} ({c.hosts} hosts at {c.rate:g} lines/s)" for k, c in CASES.items()))
     ap.add_argument("--seconds", type=float, default=60.0, help="load window per run (default 60)")
     ap.add_argument("--hosts", type=int, default=32, help="simulated hosts (default 32)")
     ap.add_argument("--rate", type=float, default=200.0, help="journal lines a second per host (default 200)")
@@ -720,6 +515,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="restarts: the startup log cycled, every pass a new start (each card changes "
                          "state about twice a second: the worst case); serving: one start, then a busy "
                          "server's real serving lines (default restarts)")
+    ap.add_argument("--code", metavar="DIR",
+                    help="measure the upwatch code of this checkout (e.g. /work/main, for the figures "
+                         "before a change, in the same sitting); default: this one")
     ap.add_argument("--quick", action="store_true", help="5-second runs, for trying things")
     ap.add_argument("--no-floor", action="store_true", help="skip the generator-only run")
     ap.add_argument("--json", metavar="OUT", help="where to write the report (default bench/out/dashboard_bench.json)")
@@ -732,6 +530,14 @@ def main(argv: list[str] | None = None) -> int:
         args.seconds = 5.0
     if args.hosts < 1 or args.rate <= 0 or args.seconds <= 0:
         ap.error("--hosts, --rate and --seconds must be positive")
+    names: list[str] = []
+    if args.cases:
+        names = list(CASES) if args.cases == "all" else [n.strip() for n in args.cases.split(",") if n.strip()]
+        unknown = [n for n in names if n not in CASES]
+        if unknown or not names:
+            ap.error(f"--cases: unknown {', '.join(unknown) or '(none given)'}; known: all, {', '.join(CASES)}")
+    if args.code:
+        os.environ[CODE_ENV] = os.path.abspath(args.code)  # the children import upwatch from there
 
     if args.child:
         res = asyncio.run(_child(args.child, args))
@@ -751,82 +557,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     os.makedirs(OUT, exist_ok=True)
-    mach, gst = machine(), git_state()
-    modes = (["floor"] if not args.no_floor else []) + ["noui", "ui"]
-    results: dict[str, dict[str, Any]] = {}
-    for mode in modes:
-        print(f"  {mode}: {args.hosts} hosts x {args.rate:g} lines/s x {args.seconds:g} s ...",
-              file=sys.stderr, flush=True)
-        results[mode] = r = run_child(mode, args)
-        print(f"    {r['cpu_pct']:.1f} % of a core, {r['maxrss_mb']:.1f} MB, "
-              f"lag p99 {r['lag'].get('p99_ms', 0):.1f} ms, {r['delivered']:,}/{r['expected']:,} lines",
-              file=sys.stderr, flush=True)
-
-    ui, noui, floor = results["ui"], results["noui"], results.get("floor")
-    ratio = ui["cpu_s"] / noui["cpu_s"] if noui["cpu_s"] > 0 else None
-    # Under overload (lines not all delivered) CPU time saturates and says little; CPU time per
-    # delivered line still compares the two runs.
-    per_line_ratio = None
-    if ui["delivered"] and noui["delivered"] and noui["cpu_s"] > 0:
-        per_line_ratio = (ui["cpu_s"] / ui["delivered"]) / (noui["cpu_s"] / noui["delivered"])
-    net_ratio = None
-    if floor is not None and noui["cpu_s"] - floor["cpu_s"] > 0:
-        net_ratio = (ui["cpu_s"] - floor["cpu_s"]) / (noui["cpu_s"] - floor["cpu_s"])
-    targets = {
-        f"UI run CPU < {TARGET_CPU_PCT:g} % of one core": ui["cpu_pct"] < TARGET_CPU_PCT,
-        f"UI run peak RSS < {TARGET_RSS_MB:g} MB": ui["maxrss_mb"] < TARGET_RSS_MB,
-        f"UI run event loop lag p99 < {TARGET_LAG_P99_MS:g} ms": ui["lag"].get("p99_ms", 1e9) < TARGET_LAG_P99_MS,
-        "every line delivered in the window (UI and no-UI runs)": ui["delivered"] == ui["expected"]
-        and noui["delivered"] == noui["expected"],
-    }
+    mach, gst = machine(), git_state(os.environ.get(CODE_ENV, ROOT))
     now = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
-    labels = {"floor": "load generator only", "noui": "watchers, no UI", "ui": "dashboard (headless UI)"}
-    rows = [f"dashboard benchmark, {now}: {args.hosts} hosts x {args.gpus} GPUs, {args.rate:g} journal lines/s "
-            f"each (bursts every {args.burst_ms:g} ms), {args.seconds:g} s per run",
-            f"machine: {mach['nproc']} CPUs, {mach['cpu']}, Python {mach['python']}; code at {gst['commit']}"
-            f"{' + uncommitted changes' if gst['dirty'] else ''}; load average before: "
-            f"{_fmt(mach['loadavg_1m_before'], '.2f')} (other processes share these CPUs)", "",
-            f"{'run':<26}{'CPU s':>7}{'% core':>8}{'peak RSS MB':>13}{'lag p50':>9}{'p99':>9}{'max ms':>9}"
-            f"{'lines delivered':>22}{'CPU us/line':>12}{'repaints':>10}"]
-    for mode in modes:
-        r = results[mode]
-        lag = r["lag"]
-        delivered = f"{r['delivered']:,} ({r['delivered'] / r['expected'] * 100:.1f} %)"
-        per_line = r["cpu_s"] / r["delivered"] * 1e6 if r["delivered"] else None
-        rows.append(f"{labels[mode]:<26}{r['cpu_s']:>7.2f}{r['cpu_pct']:>8.1f}{r['maxrss_mb']:>13.1f}"
-                    f"{_fmt(lag.get('p50_ms'), '.1f'):>9}{_fmt(lag.get('p99_ms'), '.1f'):>9}"
-                    f"{_fmt(lag.get('max_ms'), '.1f'):>9}{delivered:>22}{_fmt(per_line, '.0f'):>12}"
-                    f"{_fmt(r.get('repaints'), 'd'):>10}")
-    rows.append(f"(expected lines per run: {ui['expected']:,}; CPU = process_time over the window of "
-                f"{ui['wall_s']:.1f} s; peak RSS = the child's ru_maxrss)")
-    rows.append("")
-    rows.append(f"ratio UI / no-UI, CPU time:                    {_fmt(ratio, '.2f')}x")
-    if net_ratio is not None:
-        rows.append(f"ratio UI / no-UI, CPU time less the generator: {net_ratio:.2f}x  "
-                    f"(upwatch alone: {noui['cpu_pct'] - floor['cpu_pct']:.1f} % -> "
-                    f"{ui['cpu_pct'] - floor['cpu_pct']:.1f} % of a core)")
-    rows.append(f"ratio UI / no-UI, CPU time per delivered line: {_fmt(per_line_ratio, '.2f')}x")
-    rows.append(f"the UI adds {ui['cpu_pct'] - noui['cpu_pct']:.1f} % of a core and "
-                f"{ui['maxrss_mb'] - noui['maxrss_mb']:.1f} MB")
-    s = ui.get("sample")
-    if s:
-        rows.append(f"{s['host']} at the end (UI run): engine={s['engine']} state={s['state']} phase={s['phase']} "
-                    f"starts={s['starts']} readiness={s['readiness']} gpus={s['gpus']}; screen {ui.get('screen')} "
-                    f"({ui.get('view')} view, --view {args.view}) with {ui.get('cards')} cards")
-    rows.append("")
-    rows.append("targets:")
-    for name, ok in targets.items():
-        rows.append(f"  {'PASS' if ok else 'MISS'}  {name}")
-    print("\n".join(rows))
+    print(f"dashboard benchmark, {now}; machine: {mach['nproc']} CPUs, {mach['cpu']}, Python {mach['python']}; "
+          f"code {gst['path']} at {gst['commit']}{' + uncommitted changes' if gst['dirty'] else ''}; load "
+          f"average before: {_fmt(mach['loadavg_1m_before'], '.2f')} (other processes share these CPUs)\n",
+          flush=True)
+    chosen = {n: CASES[n] for n in names} or {"adhoc": Case(args.hosts, args.rate, **ADHOC_TARGETS)}
+    reports = {name: run_case(name, case, args) for name, case in chosen.items()}
+    if len(reports) > 1:
+        print("\n".join(["summary (each case's no-UI and UI runs one after the other):", *summary_rows(reports)]))
 
-    report = {"date": now, "machine": mach, "git": gst,
-              "load": {"hosts": args.hosts, "gpus": args.gpus, "rate": args.rate, "seconds": args.seconds,
-                       "burst_ms": args.burst_ms, "size": [args.width, args.height], "view": args.view},
-              "results": results, "ratios": {"ui/noui cpu": ratio, "ui/noui cpu less floor": net_ratio,
-                         "ui/noui cpu per delivered line": per_line_ratio},
-              "targets": {"cpu_pct_max": TARGET_CPU_PCT, "rss_max_mb": TARGET_RSS_MB,
-                          "lag_p99_max_ms": TARGET_LAG_P99_MS,
-                          "verdicts": {k: ("PASS" if v else "MISS") for k, v in targets.items()}}}
+    report = {"date": now, "machine": mach, "git": gst, "cases": reports}
     path = args.json or os.path.join(OUT, "dashboard_bench.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(report, f, indent=2)

@@ -6,11 +6,11 @@ Screens render snapshots the app hands them (``update_host``, ``set_now``); they
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.reactive import Reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Header, Input, Label, Static
 
@@ -94,21 +94,21 @@ def summary(states) -> str:
     first, so a narrow terminal cuts the good news, not the bad. Each host counts once: a stale
     host as ``stale`` (its state is only the last known one), a host never reached as
     ``unreachable`` (:func:`widgets.host_rows.condition`)."""
-    return summary_of(condition(s) for s in states)
-
-
-def summary_of(conditions: Iterable[str]) -> str:
-    """:func:`summary` from each host's :func:`~widgets.host_rows.condition` (the overview keeps
-    them, so a state that changes no host's condition costs no count)."""
     counts: dict[str, int] = {}
-    n = 0
-    for h in conditions:
-        n += 1
-        counts[h] = counts.get(h, 0) + 1
-    stale = counts.pop("stale", 0)  # its state is only the last known one: counted as stale, nothing else
+    for s in states:
+        key = condition(s)
+        counts[key] = counts.get(key, 0) + 1
+    return summary_of(counts)
+
+
+def summary_of(counts: dict[str, int]) -> str:
+    """:func:`summary` from the number of hosts in each :func:`~widgets.host_rows.condition` (the
+    overview keeps them, so a state that changes no host's condition costs no count)."""
     parts = [f"{counts[k]} {k}" for k in HEADLINES if counts.get(k)]
+    stale = counts.get("stale", 0)
     if stale:
         parts.insert(1 if counts.get("failed") else 0, f"{stale} stale")
+    n = sum(counts.values())
     return f"{n} host{'s' if n != 1 else ''}: " + " · ".join(parts) if parts else ""
 
 
@@ -146,6 +146,10 @@ class OverviewScreen(Screen[None]):
     OverviewScreen #filter.-open { display: block; }
     """
 
+    #: The header's counts (:func:`summary`). Unlike Screen's own, a new value repaints only the
+    #: header (which watches it), not the whole screen.
+    sub_title: Reactive[str | None] = Reactive(None, compute=False, repaint=False)
+
     # Arrow keys move between cards in the grid's own layout (CardGrid's bindings), between rows
     # in the table's (HostTable's).
     BINDINGS = [
@@ -171,10 +175,14 @@ class OverviewScreen(Screen[None]):
         self._compact = False  # what is shown now: decided from ``view`` and the screen's size
         self._grid_behind = True  # states came in while the grid was not shown
         self._states: dict[str, HostState] = {}
-        self._conditions: dict[str, str] = {}  # the header's counts are made of them
-        self._grid = CardGrid(id="grid")
+        self._conditions: dict[str, str] = {}  # host -> its condition in the header's counts
+        self._counts: dict[str, int] = {}  # ... and how many hosts are in each
+        self._summary_due = False
+        self._grid = CardGrid(id="grid")  # one lookup each, not a DOM query per host and flush
         self._table = HostTable(id="table")
         self._ready = False  # set once composed: the app's timers may call in before that
+        self._grid = CardGrid(id="grid")  # one lookup, not a DOM query per host and flush
+        self._summary_due = False
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -199,29 +207,40 @@ class OverviewScreen(Screen[None]):
     def _shown(self) -> bool:
         """Composed and not being torn down (the app's timers call in before and after); cheap:
         it is asked on every state update, so it must not walk the DOM."""
-        return self._ready and self.table.is_attached
+        return self._ready and self._table.is_attached
 
     def update_host(self, state: HostState) -> None:
         if not self._shown():
             return
         self._states[state.host] = state
-        cond = condition(state)
-        if self._conditions.get(state.host) != cond:
-            self._conditions[state.host] = cond
-            self.sub_title = summary_of(self._conditions.values())
-        self.table.update_host(state)
+        # The header's counts, of every host's latest state, kept up to date one host at a time
+        # and shown once per batch of updates.
+        key, old = condition(state), self._conditions.get(state.host)
+        if key != old:
+            self._conditions[state.host] = key
+            if old is not None:
+                self._counts[old] -= 1
+            self._counts[key] = self._counts.get(key, 0) + 1
+            if not self._summary_due:
+                self._summary_due = True
+                self.call_later(self._show_summary)
+        self._table.update_host(state)
         if self._compact:
             self._grid_behind = True  # the grid catches up when it is shown
             return
         # The state was judged at the app's one "now": the card gets both at once (tui/app.py).
-        self.grid.update_host(state).now = self.app.now  # type: ignore[attr-defined]
+        self._grid.update_host(state).now = self.app.now  # type: ignore[attr-defined]
+
+    def _show_summary(self) -> None:
+        self._summary_due = False
+        self.sub_title = summary_of(self._counts)
 
     def set_now(self, now: float) -> None:
         if self._shown():
             if self._compact:
-                self.table.set_now(now)
+                self._table.set_now(now)
             else:
-                self.grid.set_now(now)
+                self._grid.set_now(now)
 
     def on_mount(self) -> None:
         self._ready = True

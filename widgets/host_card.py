@@ -20,8 +20,10 @@ first line and the progress line); only the log line is cut with "…" (the deta
 verdict keeps its room.
 
 ``state`` is a reactive holding the frozen snapshot: assigning an equal snapshot does nothing, a
-different one repaints. ``now`` is a reactive set by the app from one shared 1 Hz timer; the
-ticking durations are computed from it and never stored in the state.
+different one repaints only the lines whose words changed. ``now`` is a reactive set by the app
+from one shared 1 Hz timer; the ticking durations are computed from it and never stored in the
+state. A card its grid marks off screen (:meth:`HostCard.set_on_screen`) keeps both and does
+nothing with them until it is on screen again.
 """
 
 from __future__ import annotations
@@ -204,7 +206,10 @@ class HostCard(Widget, can_focus=True):
     def __init__(self, state: HostState, now: float = 0.0, *, name: str | None = None,
                  id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
-        self._shown: HostState | None = None
+        self._shown: HostState | None = None  # the state the lines and classes show (None: redraw all)
+        self._now_shown: float | None = None  # the ``now`` the ticking durations were drawn at
+        self._subtitle_words: str | None = None  # the border's subtitle now
+        self._on_screen = True
         self.set_reactive(HostCard.state, state)
         self.set_reactive(HostCard.now, now)
 
@@ -222,16 +227,43 @@ class HostCard(Widget, can_focus=True):
         self._apply(self.state)
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self.refresh_lines())
 
+    @property
+    def on_screen(self) -> bool:
+        """Whether the card shows what it is given. A card its owner marked off screen (scrolled
+        out of the grid's view) keeps every ``state`` and ``now`` it is given but restyles,
+        redraws and measures nothing; marked on screen again, it shows the latest of both."""
+        return self._on_screen
+
+    def set_on_screen(self, on_screen: bool) -> None:
+        """Mark the card on or off screen (see :attr:`on_screen`); on screen again, it catches up
+        at once: one restyle and redraw for all that changed while it was off."""
+        if on_screen == self._on_screen:
+            return
+        self._on_screen = on_screen
+        if on_screen and self._composed():
+            if self.state is not self._shown:
+                self._apply(self.state)
+            if self.now != self._now_shown:
+                self._draw_now()
+
+    def _composed(self) -> bool:
+        return self.is_mounted and len(self.children) == _LINES
+
     def watch_state(self, state: HostState) -> None:
-        if self.is_mounted and len(self.children) == _LINES:
+        if self._on_screen and self._composed():
             self._apply(state)
 
     def watch_now(self, now: float) -> None:
-        if self.is_mounted and len(self.children) == _LINES:
-            lines = {ln.id: ln for ln in self.query_children(_Line)}
-            lines["hc-times"].redraw()
-            if self.state.stale_since is not None:
-                lines["hc-header"].redraw()
+        if self._on_screen and self._composed():
+            self._draw_now()
+
+    def _draw_now(self) -> None:
+        """Redraw what ticks with ``now``: the times line, and the header of a stale card."""
+        self._now_shown = self.now
+        lines = {ln.id: ln for ln in self.query_children(_Line)}
+        lines["hc-times"].redraw()
+        if self.state.stale_since is not None:
+            lines["hc-header"].redraw()
 
     def _apply(self, s: HostState) -> None:
         """Show ``s``: only what changed since the last state is restyled or redrawn (under a log
@@ -243,8 +275,10 @@ class HostCard(Widget, can_focus=True):
         if old is None or (s.stale_since, s.reconnect_attempt, s.updated) != (old.stale_since, old.reconnect_attempt, old.updated):
             # A host never reached has no last known state to call stale: its first word says
             # UNREACHABLE and its verdict how the connecting goes; the border would only repeat it.
-            self.border_subtitle = (Content(f"STALE · {reconnect_words(s)}")
-                                    if s.stale_since is not None and s.updated is not None else None)
+            words = f"STALE · {reconnect_words(s)}" if s.stale_since is not None and s.updated is not None else None
+            if old is None or words != self._subtitle_words:  # setting it repaints the card, even to the same
+                self._subtitle_words = words
+                self.border_subtitle = Content(words) if words is not None else None
         warning = (s.verdict is not None and s.verdict.level == "warning") or (
             s.restart_loop and s.state != "failed")
         # The classes the state decides; others (``-compact``, set by the owner) are kept.
@@ -279,7 +313,11 @@ class HostCard(Widget, can_focus=True):
             verdict.redraw()
 
     def refresh_lines(self) -> None:
-        """Redraw every line (after a theme change: colours are taken when a line is drawn)."""
+        """Redraw every line (after a theme change: colours are taken when a line is drawn); a card
+        off screen does it when it is back on."""
+        if not self._on_screen:
+            self._shown = None  # everything is drawn anew when the card is on screen again
+            return
         for line in self.query_children(_Line):
             line.redraw()
 

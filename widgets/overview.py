@@ -44,6 +44,11 @@ class CardGrid(ScrollableContainer, can_focus=False):
     resize, a new card or a verdict that needs another row all lay it out again. Cards keep the
     order in which their hosts first arrived. Arrow keys move the focus between cards.
 
+    Only what is on screen is drawn: after every layout and scroll the grid marks each card on or
+    off screen (:meth:`check_on_screen`); a card off screen keeps the states it is given and
+    draws the latest when it is scrolled back into view, and the clock (:meth:`set_now`) moves
+    only the cards on screen.
+
     Args:
         min_card_width: the narrowest a card may be laid out, in cells (border included).
     """
@@ -89,8 +94,14 @@ class CardGrid(ScrollableContainer, can_focus=False):
         """The card of ``host``, or None."""
         return self._cards.get(host)
 
+    def on_mount(self) -> None:
+        # After every layout and every scroll (a resize, a card that grew, a focus move that
+        # scrolled): which cards are on screen now.
+        self.screen.screen_layout_refresh_signal.subscribe(self, lambda _screen: self.check_on_screen())
+
     def update_host(self, state: HostState) -> HostCard:
-        """Show ``state`` on its host's card, creating the card on first sight.
+        """Show ``state`` on its host's card, creating the card on first sight. A card off screen
+        keeps it and shows it when it is scrolled into view (:meth:`check_on_screen`).
 
         Returns:
             The host's card.
@@ -105,6 +116,21 @@ class CardGrid(ScrollableContainer, can_focus=False):
             card.state = state
         return card
 
+    def check_on_screen(self) -> None:
+        """Mark each card on screen when any part of it is in the grid's view, else off
+        (:attr:`HostCard.on_screen`): one off screen costs nothing (no restyle, redraw or
+        measure) until it is back, when it shows its latest state and the grid's clock. A card
+        not laid out yet stays as it is. Called after every layout and scroll of the screen."""
+        if not self.is_attached:
+            return
+        for card in self._cards.values():
+            if not card.region:
+                continue  # not laid out yet (just mounted): it draws its first state itself
+            on = self.can_view_partial(card)
+            if on and not card.on_screen:
+                card.now = self._now
+            card.set_on_screen(on)
+
     def remove_host(self, host: str) -> None:
         """Remove a host's card, if it has one."""
         card = self._cards.pop(host, None)
@@ -112,10 +138,12 @@ class CardGrid(ScrollableContainer, can_focus=False):
             card.remove()
 
     def set_now(self, now: float) -> None:
-        """Set every card's clock (the app's shared 1 Hz tick)."""
+        """Set the clock of the cards on screen (the app's shared 1 Hz tick); a card off screen
+        gets it when it is back on."""
         self._now = now
         for card in self._cards.values():
-            card.now = now
+            if card.on_screen:
+                card.now = now
 
     def columns_for(self, width: int) -> int:
         """How many columns ``width`` cells hold (:func:`grid_columns` for the cards it has)."""
@@ -141,15 +169,17 @@ class CardGrid(ScrollableContainer, can_focus=False):
             return "auto"
         viewport = self.app.size
         col_w = width // columns  # the grid shares the width out, the first columns taking the rest
-        needs = []
+        needs: list[int] = []
         for i in range(0, len(cards), columns):
             row = 0
             for card in cards[i:i + columns]:
                 gw, gh = card.styles.gutter.totals
                 row = max(row, card.get_content_height(self.outer_size, viewport, col_w - gw) + gh)
             needs.append(row)
-        if sum(needs) > height:
-            return "auto"  # more than the screen holds: each row as tall as it needs, and scroll
+            if sum(needs) > height:
+                # More than the screen holds (known without measuring the rest): each row as
+                # tall as it needs, and scroll.
+                return "auto"
         even, rest = divmod(height, len(needs))
         if max(needs) <= even:
             return " ".join(str(even + (1 if k < rest else 0)) for k in range(len(needs)))
@@ -157,16 +187,23 @@ class CardGrid(ScrollableContainer, can_focus=False):
         return " ".join(str(n + free + (1 if k < rest else 0)) for k, n in enumerate(needs))
 
     def action_move(self, rows: int, cols: int) -> None:
-        """Focus the card ``rows`` rows and ``cols`` columns away from the focused one."""
+        """Focus the card ``rows`` rows and ``cols`` columns away from the focused one (the first
+        card when none is), scrolled into view; a move that would leave the grid does nothing
+        (no wrap). The focus moves at once (:meth:`~textual.screen.Screen.set_focus`, not the
+        deferred ``Widget.focus``), so the next key, however fast it follows, moves on from the
+        new card."""
         cards = list(self._cards.values())
         if not cards:
             return
-        focused = self.app.focused
-        if focused not in cards:
-            cards[0].focus()
-            return
-        i = cards.index(focused)
-        j = i + rows * self.columns + cols
-        if 0 <= j < len(cards):
-            cards[j].focus()
-            cards[j].scroll_visible(animate=False)
+        screen = self.screen
+        focused = screen.focused
+        if not isinstance(focused, HostCard) or focused not in self._cards.values():
+            target = cards[0]
+        else:
+            i = cards.index(focused)
+            j = i + rows * self.columns + cols
+            if not 0 <= j < len(cards):
+                return
+            target = cards[j]
+        screen.set_focus(target, scroll_visible=False)
+        target.scroll_visible(animate=False)
