@@ -17,13 +17,18 @@ import io
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from rich.console import Console
 from rich.text import Text
 
-from probes.sources.logfile import read_path
-from tui.replay import format_timeline
+# This checkout's code, not whichever upwatch the interpreter has installed (an editable install
+# of another checkout would silently draw its pictures).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from probes.sources.logfile import read_path  # noqa: E402
+from tui.replay import format_timeline  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 LOGS = HERE.parent / "tests" / "fixtures" / "logs"
