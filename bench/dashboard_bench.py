@@ -270,12 +270,15 @@ async def _child(mode: str, args: argparse.Namespace) -> dict[str, Any]:
                 # (No Pilot.pause() here: on a busy machine mounting 128 cards outlasts its own
                 # timeout, WaitForScreenTimeout; this wait has its own bound.)
                 deadline = time.perf_counter() + 60.0
-                while time.perf_counter() < deadline and not getattr(app.screen, "_ready", False):
+                while time.perf_counter() < deadline:  # the overview composed (the view is set on it)
+                    if getattr(app.screen, "_ready", False):
+                        break
                     await asyncio.sleep(0.05)
-                app.screen.set_view(args.view)  # --view: auto, cards or compact
+                if hasattr(app.screen, "set_view"):  # (a checkout before the compact view has cards only)
+                    app.screen.set_view(args.view)  # --view: auto, cards or compact
                 # ... or every row is in the table.
                 while time.perf_counter() < deadline:
-                    if app.screen.compact:
+                    if getattr(app.screen, "compact", False):
                         if app.screen.table.total == args.hosts:
                             break
                     else:
