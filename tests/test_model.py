@@ -166,6 +166,16 @@ def test_failed_verdict_names_phase_and_cause():
     assert verdict_for(s, 0.0).sentence == "Start failed in Weight load: CUDA out of memory."
 
 
+def test_a_long_decisive_line_in_the_evidence_says_it_was_shortened():
+    # The evidence holds the line cut to 160 characters; a cut that ended mid-word with no mark
+    # read as the whole line (a fresh user took "determine_num_avail" for the method's name).
+    text = "RuntimeError: Worker failed with error 'CUDA out of memory', while processing method " + "x" * 200
+    s = _loading(state="failed", phase="init", cause="cuda_oom", error=ErrorLine(7, text, "cuda_oom", ""))
+    (evidence,) = verdict_for(s, 0.0).evidence
+    assert evidence.startswith("decisive line: RuntimeError: Worker failed") and evidence.endswith("…")
+    assert len(evidence) == len("decisive line: ") + 160
+
+
 def test_ready_but_unhealthy_is_a_warning():
     s = _loading(state="ready", phase="ready", readiness="http_unhealthy",
                  health=Health(5.0, "http_unhealthy", 503, "HTTP 503"))

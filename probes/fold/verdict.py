@@ -18,6 +18,7 @@ from probes.data.state import KNOWN_PROBES, HostState, Verdict
 from probes.data.vocab import PHASES
 from probes.fold.access import LASTING
 from probes.fold.eta import slower_sentence
+from probes.hosttext import one_line
 
 #: Shown labels of the phase ids.
 PHASE_LABELS = {"starting": "Starting", "download": "Download", "weights": "Weight load",
@@ -149,7 +150,7 @@ def _cannot_see(s: HostState) -> Verdict | None:
         said.add(key)
         # A failure with a reason reads "<probe's prefix>: <what (tool's line): fix>" (probes/watch/watcher.py).
         words.append(f.message.partition(": ")[2] or f.message if f.reason else f.message)
-    evidence = tuple(f"{f.probe}: failing since {_clock(f.time)}: {f.message[:200]}" for f in fails)
+    evidence = tuple(f"{f.probe}: failing since {_clock(f.time)}: {one_line(f.message, max_chars=200)}" for f in fails)
     sentence = f"Cannot read {what}: {'; '.join(words).rstrip('.')}."
     return Verdict("warning", kind="cannot_see", sentence=sentence, evidence=evidence)
 
@@ -190,7 +191,7 @@ ENGINE_NAMES = {"sglang": "SGLang", "vllm": "vLLM", "tgi": "TGI", "trtllm": "TRT
 def _orphan_words(orphans: tuple[GpuOrphan, ...]) -> tuple[str, list[str]]:
     total = sum(o.mem_mib or 0 for o in orphans)
     pids = ", ".join(str(o.pid) for o in orphans[:4]) + (", ..." if len(orphans) > 4 else "")
-    evidence = [f"PID {o.pid} {o.command[:80]}: {o.mem_mib if o.mem_mib is not None else '?'} MiB"
+    evidence = [f"PID {o.pid} {one_line(o.command, max_chars=80)}: {o.mem_mib if o.mem_mib is not None else '?'} MiB"
                 + (f" on GPU {o.gpu_index}" if o.gpu_index is not None else "") for o in orphans]
     n = len(orphans)
     return f"{n} process{'es' if n != 1 else ''} hold{'s' if n == 1 else ''} {total} MiB (PID {pids})", evidence
@@ -305,7 +306,7 @@ def verdict_for(s: HostState, now: float, stall_after: Mapping[str, float] | Non
     if s.state == "failed" and s.error is None and u is not None and u.active_state == "failed":
         return _unit_failed(s)
     if s.state == "failed":
-        ev: list[str] = [f"decisive line: {s.error.text[:160]}"] if s.error is not None else []
+        ev: list[str] = [f"decisive line: {one_line(s.error.text, max_chars=160)}"] if s.error is not None else []
         sentence = failed_words(s.phase, cause)
         if orphans and cause in ("cuda_oom", "insufficient_free_memory"):
             words, oev = _orphan_words(orphans)
@@ -322,7 +323,7 @@ def verdict_for(s: HostState, now: float, stall_after: Mapping[str, float] | Non
         sus = s.suspect
         return Verdict("warning", kind="suspect",
                        sentence=f"Possible failure: {cause_words(sus.cause)} logged; the process has not ended (yet).",
-                       evidence=(f"suspect line: {sus.text[:160]}",))
+                       evidence=(f"suspect line: {one_line(sus.text, max_chars=160)}",))
     if s.state == "loading" and s.last_log_at is not None:
         grew_at = s.download.grew_at if s.download is not None else None  # a silent download that grows
         last = max(t for t in (s.last_log_at, s.gpu_changed_at, grew_at) if t is not None)
