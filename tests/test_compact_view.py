@@ -18,7 +18,7 @@ from tui.demo_app import fleet_scenarios, make_demo_app
 from tui.detail_screen import DetailScreen
 from tui.screens import OverviewScreen
 from widgets.host_card import HostCard
-from widgets.host_rows import SEVERITY, condition, matches, row_cells, row_text, sort_key
+from widgets.host_rows import SEVERITY, condition, header_text, matches, row_cells, row_text, sort_key
 from widgets.host_table import HostTable
 
 T0 = 1_764_000_000.0
@@ -84,6 +84,16 @@ def test_a_row_lays_its_cells_out_in_columns_and_cuts_the_verdict_to_fit():
     # A narrow row drops the GPUs (then restarts, then the ETA) before the verdict gets too narrow.
     narrow = row_text(cells, 100, _style).plain
     assert len(narrow) == 100 and "3 loop" not in narrow and "Restart loop" in narrow
+
+
+def test_the_header_row_keeps_the_filter_and_the_count_however_narrow():
+    # A fresh user kept a filter at 120 and 80 columns and saw no sign of it: the titles took the
+    # row and the order, count and filter were dropped.
+    for width in (200, 160, 120, 80, 40):
+        head = header_text(width, "severity", 7, 30, "gpu-a1", lambda look: Style()).plain
+        assert len(head) == width
+        assert "7 of 30" in head and "filter: gpu-a1" in head, (width, head)
+    assert "order: severity · 30 hosts" in header_text(160, "severity", 30, 30, "", lambda look: Style()).plain
 
 
 def test_hostile_host_name_and_verdict_stay_inert_text_in_a_row():

@@ -301,10 +301,14 @@ def header_text(width: int, order: str, shown: int, total: int, needle: str, sty
             _cell(t, _TITLES[col], _WIDTHS[col], Style())
     tail = f"order: {order} · {shown} of {total}" if needle or shown != total else f"order: {order} · {total}"
     tail += f" hosts · filter: {plain(needle, max_chars=40)}" if needle else " hosts"
-    gap = width - t.cell_len - len(tail) - 1
-    if gap >= 1:
-        t.append(" " * gap)
-        t.append(tail + " ", style("muted"))
+    if width - len(tail) - 1 < 16:  # narrow: the count and the filter, in short
+        tail = f"{shown} of {total}" + (f" · filter: {plain(needle, max_chars=20)}" if needle else "")
+    # The order, the count and the filter win over the titles: a kept filter must show.
+    room = width - len(tail) - 2
+    if t.cell_len > room:
+        t.truncate(max(0, room))
+    t.append(" " * max(1, width - t.cell_len - len(tail) - 1))
+    t.append(tail + " ", style("muted"))
     t.truncate(width, pad=True)
     t.stylize(style("header"))
     return t
