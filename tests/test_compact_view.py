@@ -301,3 +301,23 @@ async def test_auto_looks_again_when_the_terminal_is_resized():
         await pilot.resize_terminal(160, 48)
         await pilot.pause()
         assert screen.compact and app.focused is screen.query_one(HostTable)
+
+
+async def test_switching_from_the_rows_to_the_cards_shows_the_focused_host_card():
+    # A fresh user moved the rows' cursor to a host far down, pressed v, and saw the first cards,
+    # the focus on a card off the screen.
+    app = fleet_app(30)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(app, pilot)
+        screen = app.screen
+        table = screen.query_one(HostTable)
+        assert screen.compact and app.focused is table
+        await _send(app, pilot, *["down"] * 20)
+        host = table.cursor_host
+        await pilot.press("v")  # auto (compact) -> cards
+        await pilot.pause()
+        await pilot.pause()
+        assert screen.view == "cards"
+        card = app.focused
+        assert isinstance(card, HostCard) and card.state.host == host
+        assert screen.grid.region.contains_region(card.region), (screen.grid.region, card.region)

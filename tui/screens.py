@@ -285,8 +285,10 @@ class OverviewScreen(Screen[None]):
             if card is None and cards:
                 card = cards[0]
             if card is not None:
-                card.focus()
-                card.scroll_visible(animate=False)
+                self.set_focus(card, scroll_visible=False)
+                # The grid was not laid out while hidden: scroll once it is (a fresh user switched
+                # from the rows on gpu-b05 and saw gpu-a01 to a03, the focus off screen).
+                self.call_after_refresh(card.scroll_visible, animate=False)
         self.refresh_bindings()
 
     def on_resize(self, event) -> None:
