@@ -372,6 +372,10 @@ def test_wait_timeout_0_looks_once_on_a_real_host(systemd_host) -> None:
     (["--demo", "replay", "x.log"], ["--demo", "no command"]),
     (["--demo", "--config", "hosts.toml"], ["--demo", "--config"]),
     (["--demo", "gpu-node-1"], ["--demo", "no HOST"]),
+    (["--fleet", "128"], ["--fleet", "--demo only"]),
+    (["--demo", "--fleet", "1"], ["--fleet", "2 to 1000"]),
+    (["--demo", "--fleet", "many"], ["--fleet", "not a whole number"]),
+    (["--demo", "--fleet", "8", "serve"], ["--fleet", "without a command"]),
     (["--config", "hosts.toml", "replay", "x.log"], ["replay", "--config does not apply"]),
     (["--config", "hosts.toml", "history"], ["history", "--config does not apply"]),
 ], ids=lambda v: " ".join(v) if isinstance(v, list) and v and v[0].startswith("-") else "")
@@ -392,6 +396,9 @@ def test_the_demo_flags_together_still_parse() -> None:
         cli._check_mode_flags(parser, args)
         assert (args.demo, args.speed) == (True, speed)
     assert cli.DEMO_SPEED == 10.0
+    args = parser.parse_args(["--demo", "--fleet", "128", "--speed", "5"])
+    cli._check_mode_flags(parser, args)
+    assert (args.fleet, args.speed) == (128, 5.0)
 
 
 # --- messages send a pip-installed user to --help, not to a file ------------------------------------------

@@ -161,6 +161,24 @@ async def test_demo_rings_and_toasts_each_event_once() -> None:
         assert app.notifier.failures == {}
 
 
+async def test_a_fleet_failing_at_once_gets_three_toasts_and_one_that_gathers_the_rest() -> None:
+    # `upwatch --demo --fleet 128`: 32 hosts failing at the same second gave 32 toasts, which
+    # covered the right half of the screen. Every notice is still told (bell, desktop, webhook).
+    clock = ManualClock(T0)
+    app = make_demo_app(clock=clock, names=[f"gpu-{i:03d}" for i in range(1, 41)])
+    toasts = record_toasts(app)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await run_for(app, clock, pilot, 60)
+        failed = [n.host for n in app.notifier.told if n.kind == "failed"]
+        assert len(failed) == 10  # every fourth host runs the failing start
+        await until("the toast that gathers the burst", lambda: len(toasts) == 4, pilot=pilot)
+        assert [kw["title"] for _, kw in toasts[:3]] == ["failed"] * 3
+        message, kw = toasts[3]
+        assert kw["title"] == "7 more hosts changed" and kw["severity"] == "error"
+        rest = [h for h in failed if not any(m.startswith(f"{h} ") for m, _ in toasts[:3])]
+        assert message == f"7 failed: {', '.join(rest[:4])} and 3 more."
+
+
 # --- webhook ---------------------------------------------------------------------------------------
 
 async def test_webhook_posts_the_notice_as_json_to_a_real_server(hook: Hook) -> None:

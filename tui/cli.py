@@ -1,6 +1,6 @@
 """The ``upwatch`` command line: a thin layer that parses arguments and calls the right piece.
 
-``upwatch --demo [--speed N]`` opens the dashboard on four simulated hosts that replay recorded
+``upwatch --demo [--speed N] [--fleet N]`` opens the dashboard on four (or N) simulated hosts that replay recorded
 real starts (no GPU, no SSH, no configuration needed).
 
 ``upwatch [--config PATH] [HOST/UNIT | NAME ...]`` opens the dashboard on live hosts: those of the
@@ -128,6 +128,9 @@ def _check_mode_flags(parser: argparse.ArgumentParser, args: argparse.Namespace)
         parser.error(f"--demo opens the dashboard on simulated hosts: it takes no command ({command})")
     if args.speed is not None and not args.demo:
         parser.error("--speed sets the demo's speed: it applies with --demo only")
+    if getattr(args, "fleet", None) is not None and (not args.demo or command is not None):
+        parser.error("--fleet sets how many hosts the demo dashboard runs: it applies with --demo only, "
+                     "without a command")
     if args.demo and args.hosts:
         parser.error("--demo runs its own simulated hosts: give no HOST with it")
     if args.demo and args.config is not None:
@@ -140,7 +143,7 @@ def _check_mode_flags(parser: argparse.ArgumentParser, args: argparse.Namespace)
 def _command_index(argv: Sequence[str]) -> int | None:
     """The index of the subcommand in ``argv``: the first word that is neither an option nor an
     option's value, when it is one of :data:`COMMANDS`; else None."""
-    takes_value = {"--config", "--speed"}
+    takes_value = {"--config", "--speed", "--fleet"}
     skip = False
     for i, word in enumerate(argv):
         if skip:
@@ -367,7 +370,9 @@ def _demo(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="upwatch-demo-") as folder:
         history = History(f"{folder}/history.sqlite3")
         try:
-            make_demo_app(speed=DEMO_SPEED if args.speed is None else args.speed, read_only=args.read_only, history=history, seed_history=True).run()
+            names = None if args.fleet is None else [f"gpu-{i:03d}" for i in range(1, args.fleet + 1)]
+            make_demo_app(speed=DEMO_SPEED if args.speed is None else args.speed, read_only=args.read_only,
+                          history=history, seed_history=True, names=names).run()
         finally:
             history.close()
     return EXIT_OK

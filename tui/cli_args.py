@@ -57,6 +57,9 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
                         help="open the dashboard on four simulated hosts replaying recorded real starts")
     parser.add_argument("--speed", type=_speed, default=None, metavar="N",
                         help=f"with --demo only: time runs N times faster than real (default {DEMO_SPEED:g})")
+    parser.add_argument("--fleet", type=_fleet, default=None, metavar="N",
+                        help="with --demo only: N simulated hosts (2-1000) running the four demo starts in "
+                             "turn, to see the overview with many hosts (past 20 at 160x48: one row each)")
     parser.add_argument("--config", metavar="PATH", default=None,
                         help=f"the hosts file (default: ${ENV_VAR}, else {display_path(default_config_path())})")
 
@@ -78,7 +81,7 @@ def build_dashboard_parser() -> argparse.ArgumentParser:
     parser or :func:`build_parser` by the first word that is not an option.)
     """
     parser = argparse.ArgumentParser(
-        prog="upwatch", usage="%(prog)s [-h] [--version] [--demo [--speed N]] [--config PATH] [--read-only] [HOST ...]\n"
+        prog="upwatch", usage="%(prog)s [-h] [--version] [--demo [--speed N] [--fleet N]] [--config PATH] [--read-only] [HOST ...]\n"
                               "       %(prog)s {replay,config,status,wait,history,report,mcp,exporter,serve} ...",
         description=textwrap.fill(_DESCRIPTION, 78), formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=f"{_WHERE}\n{_QUICK}\n\n"
@@ -312,6 +315,17 @@ def _viewers(text: str) -> int:
     if not text.isdigit() or not 1 <= int(text) <= 64:
         raise argparse.ArgumentTypeError(f"a number of viewers from 1 to 64: {text!r}")
     return int(text)
+
+
+def _fleet(text: str) -> int:
+    """``--fleet N``: how many simulated hosts the demo runs (2 to 1000)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 2 <= value <= 1000:
+        raise argparse.ArgumentTypeError("a fleet is 2 to 1000 hosts")
+    return value
 
 
 def _speed(text: str) -> float:

@@ -5,7 +5,9 @@ The app hands every new snapshot to :meth:`Notifier.observe`; a
 notice goes to the channels of its host (``notify`` in ``hosts.toml``):
 
 * ``bell``: ``App.bell()`` (once per host per snapshot, however many notices it brings);
-* ``toast``: ``App.notify(text, markup=False)``, severity by kind;
+* ``toast``: ``App.notify(text, markup=False)``, severity by kind; at most :data:`TOASTS_AT_ONCE`
+  within :data:`TOAST_WINDOW_S`, then the rest of the burst in one toast (32 hosts failing at once
+  gave 32 toasts that covered the screen);
 * ``desktop``: ``notify-send`` (when on ``PATH``) run as an argv list, never through a shell, and
   killed after ``desktop_timeout_s``;
 * ``webhook``: ``POST`` of :meth:`~probes.fold.notify.Notice.to_json` (a ``text`` field, so Slack-style
@@ -44,6 +46,12 @@ TITLES = {"ready": "ready", "failed": "failed", "restart_loop": "restart loop", 
 URGENCY = {"ready": "normal", "failed": "critical", "restart_loop": "critical", "stalled": "normal"}
 #: Notices waiting per target before new ones are dropped (and the drop shown).
 QUEUE_MAX = 32
+#: Toasts shown one by one within :data:`TOAST_WINDOW_S` seconds (the app's clock); past them, the
+#: notices of a burst (a fleet failing at once) are gathered into one toast, after
+#: :data:`TOAST_GATHER_S` real seconds, so toasts never bury the screen.
+TOASTS_AT_ONCE = 3
+TOAST_WINDOW_S = 10.0
+TOAST_GATHER_S = 1.0
 
 
 
@@ -103,6 +111,8 @@ class Notifier:
         self.delivered: dict[str, int] = {}
         #: The last failed send per target label.
         self.failures: dict[str, SendFailure] = {}
+        self._toasted: deque[float] = deque()  # when the last toasts went up (the app's clock)
+        self._held: list[Notice] = []  # notices of a burst, for the one toast that gathers them
 
     # --- in: snapshots ---------------------------------------------------------------------------
 
@@ -125,8 +135,7 @@ class Notifier:
             self.app.bell()
         for n in notes:
             if "toast" in channels:
-                self.app.notify(n.text, title=TITLES[n.kind], severity=SEVERITY[n.kind],  # type: ignore[arg-type]
-                                markup=False, timeout=10)
+                self._toast(n)
             if "desktop" in channels:
                 self._queue("desktop (notify-send)", self._desktop, n)
             if "webhook" in channels and spec is not None and spec.webhook_url:
@@ -134,6 +143,39 @@ class Notifier:
                 self._queue(f"webhook {url_label(url)}", lambda n, url=url: self._webhook(url, n), n,
                             key=f"webhook {url}")
         return notes
+
+    def _toast(self, n: Notice) -> None:
+        """Show ``n`` as a toast, or, past :data:`TOASTS_AT_ONCE` in :data:`TOAST_WINDOW_S`, hold it
+        for the one toast that gathers the burst (:meth:`_toast_held`)."""
+        now = self.now()
+        while self._toasted and now - self._toasted[0] >= TOAST_WINDOW_S:
+            self._toasted.popleft()
+        if len(self._toasted) < TOASTS_AT_ONCE and not self._held:
+            self._toasted.append(now)
+            self.app.notify(n.text, title=TITLES[n.kind], severity=SEVERITY[n.kind],  # type: ignore[arg-type]
+                            markup=False, timeout=10)
+            return
+        if not self._held:
+            self.app.set_timer(TOAST_GATHER_S, self._toast_held)
+        self._held.append(n)
+
+    def _toast_held(self) -> None:
+        """One toast for the held notices: how many of each kind, and which hosts (the first few)."""
+        held, self._held = self._held, []
+        if not held:
+            return
+        self._toasted.append(self.now())
+        parts = []
+        for kind in SEVERITY:
+            hosts = [n.host for n in held if n.kind == kind]
+            if hosts:
+                shown = ", ".join(hosts[:4]) + (f" and {len(hosts) - 4} more" if len(hosts) > 4 else "")
+                parts.append(f"{len(hosts)} {TITLES[kind]}: {shown}")
+        worst = "error" if any(SEVERITY[n.kind] == "error" for n in held) else \
+            "warning" if any(SEVERITY[n.kind] == "warning" for n in held) else "information"
+        self.app.notify("; ".join(parts) + ".",
+                        title=f"{len(held)} more hosts changed", severity=worst, markup=False,  # type: ignore[arg-type]
+                        timeout=10)
 
     # --- out: sends ------------------------------------------------------------------------------
 
