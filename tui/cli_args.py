@@ -97,7 +97,8 @@ def build_dashboard_parser() -> argparse.ArgumentParser:
                "  serve [HOST ...]   serve the dashboard to browsers: read-only, behind a token URL\n"
                "  (upwatch COMMAND --help for more)\n"
                "Durations (--timeout): 15s, 5m, 1h, 1h30m or plain seconds. Ctrl-C ends any command with\n"
-               "exit status 130 and one line on stderr (status --watch and the dashboard, once running: 0).\n\n"
+               "exit status 130 and one line on stderr (status --watch, the dashboard, serve and exporter,\n"
+               "once running: 0).\n\n"
                f"{_EXAMPLE}",
     )
     _add_common(parser)

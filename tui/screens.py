@@ -26,7 +26,7 @@ HELP_KEYS = """\
 upwatch: is the server up yet?
 
 Overview
-  arrows / tab     move between host cards
+  arrows / tab     move between host cards (or rows)
   enter / click    open the host's detail screen
   c                copy a Markdown report of the host (also on the
                    detail screen; OSC 52: `upwatch report HOST` prints it)
