@@ -297,3 +297,13 @@ async def test_the_footer_shows_c_copy_report_on_the_overview_and_the_detail_scr
         assert isinstance(app.screen, DetailScreen)
         shown = {(k.key, k.description) for k in app.screen.query(FooterKey)}
         assert ("c", "Copy report") in shown, shown
+
+
+def test_a_host_never_reached_is_reported_unreachable_not_waiting() -> None:
+    # A fresh user copied the report of a host whose row said UNREACHABLE: it said "State: waiting".
+    never = HostState("gpu-9", "sglang.service", stale_since=T0, updated=None,
+                      verdict=Verdict("warning", kind="stale", sentence="Cannot reach gpu-9 since 00:00:00."))
+    assert "- **State:** unreachable\n" in markdown_report(never, [], now=T0 + 5, made_at=T0 + 5)
+    lost = replace(never, updated=T0 - 60, state="loading", phase="weights")
+    assert "- **State:** stale; the last known state: loading, phase Weight load\n" in \
+        markdown_report(lost, [], now=T0 + 5, made_at=T0 + 5)

@@ -32,6 +32,7 @@ from probes.hosttext import one_line
 from probes.logs.engines import ENGINES
 from tui import __version__
 from widgets.fmt import PHASE_LABELS, RUNG_WORDS
+from widgets.host_rows import condition
 
 #: How many log lines before the decisive line the report shows.
 CONTEXT_LINES = 10
@@ -49,6 +50,10 @@ TEXT_CHARS = 300
 # ``1.``, ``>``) never begin one: every line of the report begins with the report's own text.
 _MD_SPECIAL_RE = re.compile(r"([\\`*_\[\]<>&|~$@])")
 _BACKTICKS_RE = re.compile(r"`+")
+
+#: Conditions in which the state is not seen now (:func:`widgets.host_rows.condition`): the report
+#: says so first, as the card does, not the last known state alone.
+_NOT_SEEN = ("unreachable", "ssh refused", "cannot see", "stale")
 
 _PROBE_WORDS = {"unit": "unit state (systemctl show)", "journal": "journal (the unit's log)",
                 "gpu": "GPUs (nvidia-smi)", "health": "health (HTTP /health)"}
@@ -199,6 +204,9 @@ def _summary(s: HostState) -> list[str]:
     p = s.progress
     if p is not None and p.total and p.phase == s.phase and s.state == "loading":
         state += f" {p.done:g}/{p.total:g} ({p.fraction:.0%})"
+    seen = condition(s)  # what the card and the row say first: a host upwatch cannot read is that
+    if seen in _NOT_SEEN:
+        state = seen if s.state == "waiting" else f"{seen}; the last known state: {state}"
     rows.append(f"- **State:** {md_text(state)}")
     rows += _verdict(s)
     if s.cause:
