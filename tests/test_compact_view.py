@@ -96,6 +96,12 @@ def test_the_header_row_keeps_the_filter_and_the_count_however_narrow():
     assert "order: severity · 30 hosts" in header_text(160, "severity", 30, 30, "", lambda look: Style()).plain
 
 
+def test_a_host_with_no_start_seen_shows_no_phase():
+    # A never-reached host's row said "· Start": the default phase, which nothing had shown.
+    cells = row_cells(HostState("gpu-9", "sglang.service", stale_since=T0, updated=None), T0)
+    assert (cells.phase_icon, cells.phase_label) == ("·", "—")
+
+
 def test_hostile_host_name_and_verdict_stay_inert_text_in_a_row():
     s = HostState(host=HOSTILE, unit="u", state="failed", verdict=Verdict("error", "[link=x]boom[/link] " + HOSTILE))
     row = row_text(row_cells(s, T0), 160, _style).plain

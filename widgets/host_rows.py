@@ -117,6 +117,8 @@ def ticks(s: HostState) -> bool:
 
 
 def _phase(s: HostState) -> tuple[str, str, str, int | None]:
+    if s.state == "waiting":
+        return "·", "—", "future", None  # no start seen: its default phase is not a fact
     label = PHASE_SHORT.get(s.phase) or plain(s.phase, max_chars=7)
     kind = {"ready": "ready", "failed": "failed", "stopped": "stopped", "waiting": "future"}.get(s.state, "current")
     if s.state == "ready":
