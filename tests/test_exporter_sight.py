@@ -28,6 +28,7 @@ from testhost import _write_script
 from tui.config import Config
 from tui.exporter import serve
 from waiting import until
+from tcp_relay import pipe
 
 pytestmark = [pytest.mark.host, pytest.mark.filterwarnings("ignore::ResourceWarning")]
 
@@ -45,13 +46,6 @@ exec /usr/bin/journalctl "$@"
 def forward(port: int, to: tuple[str, int]) -> Iterator[None]:
     """Listen on 127.0.0.1:``port`` and pipe each connection to ``to`` (as ``ssh -L`` would), on
     an event loop of its own in a thread (not the exporter's: the relay must not wait on it)."""
-    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(ConnectionError):
-            while data := await reader.read(65536):
-                writer.write(data)
-                await writer.drain()
-        writer.close()
-
     async def one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         up_reader, up_writer = await asyncio.open_connection(*to)
         await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from tcp_relay import pipe
 
 pytestmark = pytest.mark.host
 
@@ -368,13 +369,6 @@ def test_bad_arguments_exit_2(tmp_path: Path) -> None:
 @contextlib.asynccontextmanager
 async def tunnel(port: int) -> AsyncIterator[str]:
     """A TCP forwarder on a free local port to 127.0.0.1:``port`` (as ``ssh -L`` is); its base URL."""
-    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(ConnectionError):
-            while data := await reader.read(65536):
-                writer.write(data)
-                await writer.drain()
-        writer.close()
-
     async def forward(client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
         server_r, server_w = await asyncio.open_connection("127.0.0.1", port)
         await asyncio.gather(pipe(client_r, server_w), pipe(server_r, client_w))
