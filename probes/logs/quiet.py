@@ -1,4 +1,4 @@
-"""Lines that cannot matter, found at C speed, and the bookkeeping they still need.
+"""Lines that cannot matter, found by a few substring tests per line, and the bookkeeping they still need.
 
 Most lines of a serving log (access log lines, metrics, decode batches) change nothing the reader
 knows but its line count, the last line, the last timestamp and the line before the next one.
