@@ -106,11 +106,7 @@ def main() -> int:
                                                  start_limit_interval_s=0))
         host.add_unit("hang.service", llm_unit("sglang-ok-01.log", port=30033, speed=8,
                                                hang_at="Capture cuda graph begin"))
-        home = work / "home"
-        (home / ".ssh").mkdir(parents=True)
-        (home / ".ssh" / "config").write_text(
-            f"Host sysd\n  HostName {host.address}\n  User root\n  IdentityFile {host.client_key}\n"
-            f"  UserKnownHostsFile {host.known_hosts}\n")
+        home = host.ssh_home(work / "home", "sysd")
         hosts = work / "hosts.toml"
         hosts.write_text("".join(f'[[host]]\nname = "{n}"\nssh = "sysd"\nunit = "{u}"\nengine = "sglang"\n\n'
                                  for n, u in UNITS.items()))

@@ -213,6 +213,15 @@ class SystemdHost(FakeGpuState):
     def client_key(self) -> Path:
         return self.work / "client_ed25519"
 
+    def ssh_home(self, home: Path, alias: str) -> Path:
+        """Make ``home/.ssh/config`` name this host ``alias`` (root, our client key and known_hosts),
+        for a ``python -m tui`` run with ``HOME=home``; returns ``home``."""
+        (home / ".ssh").mkdir(parents=True, exist_ok=True)
+        (home / ".ssh" / "config").write_text(
+            f"Host {alias}\n  HostName {self.address}\n  Port 22\n  User root\n"
+            f"  IdentityFile {self.client_key}\n  UserKnownHostsFile {self.known_hosts}\n")
+        return home
+
     def runner_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``SshRunner(self.target, **kw)``: our known_hosts and client key,
         no SSH config, a 5 s connect timeout."""

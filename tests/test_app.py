@@ -7,7 +7,8 @@ import pytest
 from probes.clock import ManualClock
 from tui.demo_app import advance_demo, make_demo_app
 from tui.detail_screen import DetailScreen
-from tui.screens import HelpScreen, OverviewScreen
+from tui.help_screen import HelpScreen
+from tui.screens import OverviewScreen
 from widgets.host_card import HostCard
 from widgets.log_pane import LogPane
 

@@ -138,11 +138,7 @@ def remote_followers(host: SystemdHost) -> list[str]:
 
 def exporter_env(tmp_path: Path, host: SystemdHost) -> dict[str, str]:
     """The exporter's environment: a HOME whose ~/.ssh/config names the systemd host ``sysd``."""
-    home = tmp_path / "home"
-    (home / ".ssh").mkdir(parents=True)
-    (home / ".ssh" / "config").write_text(
-        f"Host sysd\n  HostName {host.address}\n  Port 22\n  User root\n  IdentityFile {host.client_key}\n"
-        f"  UserKnownHostsFile {host.known_hosts}\n")
+    home = host.ssh_home(tmp_path / "home", "sysd")
     env = {k: v for k, v in os.environ.items() if k not in ("SSH_AUTH_SOCK", "UPWATCH_CONFIG")}
     env["HOME"] = str(home)
     return env

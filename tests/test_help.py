@@ -1,5 +1,5 @@
 """The help screen (``?``): the action keys when the actions are on; when they are off, none of
-them, but that they are off and how to get them (tui/screens.py ``help_text``)."""
+them, but that they are off and how to get them (tui/help_screen.py ``help_text``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from textual.widgets import Static
 
 from probes.clock import ManualClock
 from tui.demo_app import make_demo_app
-from tui.screens import HelpScreen, help_text
+from tui.help_screen import HelpScreen, help_text
 
 T0 = 1_764_000_000.0
 ACTION_LINES = ("restart the unit", "stop the unit", "SIGKILL every process of the unit", "safe restart")

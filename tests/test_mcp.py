@@ -89,11 +89,7 @@ async def test_wait_ready_on_an_unreachable_host_is_wait_s_exit_4(tmp_path: Path
 # --- against a real systemd over a real sshd ------------------------------------------------------
 
 def _systemd_config(tmp_path: Path, host: SystemdHost) -> tuple[Path, Path]:
-    home = tmp_path / "home"
-    (home / ".ssh").mkdir(parents=True)
-    (home / ".ssh" / "config").write_text(
-        f"Host gpu-node-3\n  HostName {host.address}\n  Port 22\n  User root\n"
-        f"  IdentityFile {host.client_key}\n  UserKnownHostsFile {host.known_hosts}\n")
+    home = host.ssh_home(tmp_path / "home", "gpu-node-3")
     config = tmp_path / "hosts.toml"
     config.write_text("[defaults]\nssh = \"gpu-node-3\"\nengine = \"sglang\"\n\n"
                       "[[host]]\nname = \"llm\"\nunit = \"fake-llm.service\"\nport = 30000\n\n"

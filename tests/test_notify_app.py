@@ -26,7 +26,8 @@ from tui.config import Config
 from tui.demo import demo_scenarios
 from tui.demo_app import advance_demo, make_demo_app
 from tui.notify import Notifier
-from tui.screens import HelpScreen, OverviewScreen
+from tui.help_screen import HelpScreen
+from tui.screens import OverviewScreen
 from waiting import until
 
 T0 = 1_764_000_000.0

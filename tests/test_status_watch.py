@@ -103,11 +103,7 @@ def test_change_key_ignores_a_ticking_sentence() -> None:
 
 
 def test_the_command_stops_on_sigint_and_leaves_nothing_running(systemd_host: SystemdHost, tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    (home / ".ssh").mkdir(parents=True)
-    (home / ".ssh" / "config").write_text(
-        f"Host gpu-node-3\n  HostName {systemd_host.address}\n  User root\n"
-        f"  IdentityFile {systemd_host.client_key}\n  UserKnownHostsFile {systemd_host.known_hosts}\n")
+    home = systemd_host.ssh_home(tmp_path / "home", "gpu-node-3")
     env = {**{k: v for k, v in os.environ.items() if k != "UPWATCH_CONFIG"}, "HOME": str(home),
            "XDG_CONFIG_HOME": str(home / ".config")}
     proc = subprocess.Popen([sys.executable, "-m", "tui", "status", "--watch", "gpu-node-3/fake-llm.service"],

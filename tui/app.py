@@ -39,7 +39,8 @@ from tui.actions import ActionController
 from tui.config import Config
 from tui.notify import Notifier
 from tui.detail_screen import DetailScreen
-from tui.screens import HelpScreen, OverviewScreen
+from tui.help_screen import HelpScreen
+from tui.screens import OverviewScreen
 
 RunnerFactory = Callable[[HostSpec], Runner]
 
