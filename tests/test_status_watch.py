@@ -127,7 +127,7 @@ def test_the_command_stops_on_sigint_and_leaves_nothing_running(systemd_host: Sy
 def test_one_look_asks_the_port_the_log_names_not_a_default(systemd_host: SystemdHost) -> None:
     # No engine and no port configured: a first health look before the log is read asked port 8000
     # (the fallback) and a healthy SGLang server read "port closed"; the log names 30000.
-    from tui.status import collect
+    from tui.look import collect
 
     asyncio.run(until("fake-llm ready", lambda: systemd_host.show("fake-llm.service", "SubState")["SubState"]
                       == "running", 20))

@@ -2,7 +2,7 @@
 headless, with their state served as Prometheus metrics.
 
 The same engine as ``upwatch status --watch`` (one :class:`~probes.watch.watcher.HostWatcher` per
-host, built by :func:`tui.status.make_watchers`, with the start history for the ETA), and the
+host, built by :func:`tui.look.make_watchers`, with the start history for the ETA), and the
 metrics of :mod:`tui.metrics` plus the exporter's own process metrics (``process_*``,
 ``python_*``). The HTTP server runs on the watchers' asyncio loop, so a scrape reads the models
 between two events, never while one is applied: ``GET /metrics`` answers the Prometheus text
@@ -41,7 +41,7 @@ from probes.watch.watcher import HostWatcher
 from tui.config import Config
 from tui.listen import parse_listen, shown_address
 from tui.metrics import HostsCollector
-from tui.status import make_watchers
+from tui.look import make_watchers
 
 #: The default ``--listen``: loopback only (9464 is the port OpenTelemetry's Prometheus exporter uses).
 DEFAULT_LISTEN = "127.0.0.1:9464"
@@ -197,7 +197,7 @@ async def serve(config: Config, host: str, port: int, *, stop: asyncio.Event,
     Args:
         config: the hosts and poll intervals. host, port: where to listen (port 0: any free one).
         stop: set it to end; the server closes, then every watcher stops (remote processes end).
-        runner_factory, gpu_source_factory: as :func:`tui.status.make_watchers` (default: live).
+        runner_factory, gpu_source_factory: as :func:`tui.look.make_watchers` (default: live).
         clock: the watchers' and the ETA's clock (default: wall time).
         history: the start history (finished starts written, typical durations read), or None.
         on_listening: called with the bound port once the server listens.

@@ -35,7 +35,8 @@ from probes.watch.watcher import HostWatcher
 from tui.config import Config
 from tui.replay import found_start
 from tui.report import CONTEXT_LINES, UTC_TIMES, LogTimes, markdown_report
-from tui.status import EXIT_OK, EXIT_UNREACHABLE, look_once, not_seen, quiet_stdout
+from tui.look import look_once
+from tui.status import EXIT_OK, EXIT_UNREACHABLE, not_seen, quiet_stdout
 
 
 def watcher_report(w: HostWatcher, now: float, source: str = "", made_at: float | None = None) -> str:
@@ -60,7 +61,7 @@ def run_report(config: Config, *, timeout_s: float, out: IO[str], err: IO[str] |
                runner_factory: Callable[[HostSpec], Runner] | None = None,
                gpu_source_factory: Callable[[HostSpec], NvmlSource | None] | None = None) -> int:
     """``upwatch report HOST``: one look at the one host of ``config`` (as ``upwatch status``:
-    :func:`tui.status.look_once`), then its Markdown report on ``out``. Returns 0, or 4 (with one
+    :func:`tui.look.look_once`), then its Markdown report on ``out``. Returns 0, or 4 (with one
     line on ``err``, default stderr, saying why) when :func:`tui.status.not_seen` finds the host
     unreached or its unit or journal unread."""
     err = err or sys.stderr

@@ -62,7 +62,8 @@ from probes.watch.watcher import HostWatcher
 from tui import __version__
 from tui.config import Config
 from tui.host_report import watcher_report
-from tui.status import Answered, host_json, no_answer
+from tui.look import Answered
+from tui.status import host_json, no_answer
 from tui.wait import OUTCOMES, describe, read_backlog, settle
 
 #: Real seconds ``host_status`` (and ``log``, ``report``) wait for a host's first full answer.
@@ -88,7 +89,7 @@ class Session:
 
     Args:
         config: the hosts (and their poll intervals). allow_actions: offer restart and stop.
-        runner_factory, gpu_source_factory: as :func:`tui.status.collect` (default: the live ones).
+        runner_factory, gpu_source_factory: as :func:`tui.look.collect` (default: the live ones).
         clock: the clock (default: wall time). audit: the actions' audit log (default: the user's).
         history: the start history (typical durations; None: none).
     """
@@ -151,7 +152,7 @@ class Session:
             self._waiters[host].discard(event)
 
     def _has_answered(self, w: HostWatcher) -> bool:
-        """Whether ``w`` has answered once in this session (:class:`tui.status.Answered`: each
+        """Whether ``w`` has answered once in this session (:class:`tui.look.Answered`: each
         probe delivered or failed, the journal backlog read); remembered, so a journal that never
         goes quiet (progress bars) delays only the first call."""
         if w.name not in self._settled and self._answered(w):

@@ -34,7 +34,8 @@ from probes.fold.verdict import blind_failures, cannot_see_lasting, systemd_gave
 from probes.spec import HostSpec
 from probes.watch.watcher import HostWatcher
 from tui.config import Config
-from tui.status import Answered, quiet_stdout, state_text
+from tui.look import Answered
+from tui.status import quiet_stdout, state_text
 from widgets.fmt import RUNG_WORDS
 
 EXIT_READY, EXIT_FAILED, EXIT_LOOP, EXIT_TIMEOUT, EXIT_UNREACHABLE = 0, 1, 2, 3, 4
@@ -292,7 +293,7 @@ class WaitEnd:
 async def read_backlog(w: HostWatcher, changed: asyncio.Event, timeout_s: float,
                        answered: Callable[[HostWatcher], bool]) -> None:
     """Wait (at most :data:`BACKLOG_WAIT_S`, or ``timeout_s`` when shorter and not 0) until ``w``
-    has ``answered`` (:class:`tui.status.Answered`: once, and its journal backlog is read), or its unit or journal cannot be read for
+    has ``answered`` (:class:`tui.look.Answered`: once, and its journal backlog is read), or its unit or journal cannot be read for
     a reason that lasts. (Timeout 0, "look once": the look is the first full answer, so the
     backlog gets its bound.)"""
     backlog_end = time.monotonic() + (min(timeout_s, BACKLOG_WAIT_S) if timeout_s > 0 else BACKLOG_WAIT_S)
