@@ -323,7 +323,7 @@ def test_the_readme_table_is_what_upwatch_says(case: str, tmp_path: Path, monkey
     _, card, js, status_rc, wait_rc, wait_err = rows[case]
     host = None if case == "unreachable" else request.getfixturevalue("testhost")
     m = measure(case, host, tmp_path, monkeypatch, capsys)
-    # card: its top line's word is the state's headline (probes.fold.verdict.headline), upper-case
+    # card: its top line's word is the state's headline (probes.fold.headline.headline), upper-case
     word = re.findall(r"`([^`]+)`", card)[0]
     assert m["json"]["headline"].upper() == word, (case, m["json"]["verdict"])
     # status --json: `field` `value` pairs

@@ -109,7 +109,7 @@ def test_knowledge_is_read_failing_since_or_never() -> None:
 ])
 def test_cannot_see_is_said_only_for_the_unit_or_journal_on_the_host(probe: str, kind: str, blind: bool) -> None:
     from probes.data.events import ProbeFailure
-    from probes.fold.verdict import headline
+    from probes.fold.headline import headline
 
     m, _, _ = _model()
     m.apply(ProbeFailure(T0 + 1, probe, kind, "x: sudo is not installed on the host: install it",
@@ -170,7 +170,7 @@ def test_a_refused_host_key_or_login_is_not_called_unreachable() -> None:
     """The host answered and its key (or the login) was refused: the card's word says that, not
     UNREACHABLE (a new user took a changed host key for a dead link)."""
     from probes.data.events import ProbeFailure
-    from probes.fold.verdict import headline
+    from probes.fold.headline import headline
 
     for kind in ("host_key", "auth"):
         m, _, _ = _model()

@@ -201,7 +201,7 @@ def test_a_start_after_a_failed_one_says_so():
 
 def test_headline_is_the_worst_that_is_true_and_the_summary_puts_it_first():
     from probes.data.state import Verdict
-    from probes.fold.verdict import headline
+    from probes.fold.headline import headline
     from tui.screens import summary
 
     ready = _loading(state="ready", phase="ready", progress=None)

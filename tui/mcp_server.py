@@ -50,7 +50,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from probes.clock import Clock, WallClock
 from probes.data.state import HostState
-from probes.fold.verdict import headline
+from probes.fold.headline import headline
 from probes.hosttext import one_line
 from probes.ops.actions import ActionRefused, execute, plan
 from probes.sources.nvml import NvmlSource

@@ -34,7 +34,8 @@ from prometheus_client.registry import Collector
 from probes.data.state import KNOWN_PROBES, LEVELS, RUNGS, HostState
 from probes.data.vocab import CAUSES, PHASES
 from probes.fold.eta import eta_for
-from probes.fold.verdict import VERDICT_KINDS, WAITING_KIND, shown_verdict
+from probes.fold.headline import WAITING_KIND, shown_verdict
+from probes.fold.verdict import VERDICT_KINDS
 from probes.hosttext import one_line
 
 #: The ``phase`` label's values of ``upwatch_start_phase``: the phase ids in order, then the
@@ -86,7 +87,7 @@ def is_ready(s: HostState) -> bool:
 
 
 def verdict_labels(s: HostState) -> tuple[str, str]:
-    """``(kind, level)`` of the current verdict (:func:`probes.fold.verdict.shown_verdict`), each
+    """``(kind, level)`` of the current verdict (:func:`probes.fold.headline.shown_verdict`), each
     from its fixed list: ``(waiting, info)`` while a probe has not answered yet (never ``ok`` for
     what was not read), ``(none, ok)`` when nothing is wrong and every probe answered; a kind
     outside :data:`VERDICT_KINDS` is ``other``."""

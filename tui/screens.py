@@ -14,7 +14,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Label
 
 from probes.data.state import HostState
-from probes.fold.verdict import HEADLINES
+from probes.fold.headline import HEADLINES
 from tui.actions import ACTION_BINDINGS, READ_ONLY_FOOTER
 from widgets.host_card import HostCard
 from widgets.host_rows import condition

@@ -28,7 +28,8 @@ from probes.sources.nvml import NvmlSource
 from probes.store.history import History
 from probes.hosttext import json_text, one_line
 from probes.data.events import CONNECTION_KINDS
-from probes.fold.verdict import blind_failures, headline, shown_verdict, systemd_gave_up
+from probes.fold.headline import headline, shown_verdict
+from probes.fold.verdict import blind_failures, systemd_gave_up
 from probes.transport.runner import Runner
 from probes.data.state import HostState
 from probes.spec import HostSpec
@@ -55,7 +56,7 @@ def host_json(spec: HostSpec, s: HostState, now: float | None = None) -> dict[st
     """One host's snapshot as a JSON-ready dict.
 
     Keys: ``host``, ``unit``, ``engine``, ``state`` (``waiting``, ``loading``, ``ready``,
-    ``failed``, ``stopped``), ``headline`` (the card's word: :func:`probes.fold.verdict.headline`), ``phase`` (phase id of docs/architecture.md), ``progress`` (``{"phase", "done",
+    ``failed``, ``stopped``), ``headline`` (the card's word: :func:`probes.fold.headline.headline`), ``phase`` (phase id of docs/architecture.md), ``progress`` (``{"phase", "done",
     "total", "fraction"}`` or null), ``readiness`` (docs/architecture.md's ladder: ``inactive``,
     ``port_closed``, ``http_unhealthy``, ``healthy``, ``serving``, or ``unknown``), ``restarts``
     (NRestarts, or null), ``restart_loop`` (null, or ``{"starts", "causes", "gave_up"}``), ``gpus`` (list of ``index``, ``name``,
@@ -63,7 +64,7 @@ def host_json(spec: HostSpec, s: HostState, now: float | None = None) -> dict[st
     (why there are no GPU values, or null), ``error`` (``{"text", "time"}`` of the decisive line,
     time ISO 8601, or null), ``cause``, ``hint``, ``last_line``, ``verdict`` (``{"level"
     (ok, info, warning, error), "kind", "sentence", "evidence"}``; kind ``waiting``, level ``info``
-    while a probe has not answered yet: :func:`probes.fold.verdict.shown_verdict`), ``gpu_orphans`` (``pid``,
+    while a probe has not answered yet: :func:`probes.fold.headline.shown_verdict`), ``gpu_orphans`` (``pid``,
     ``command``, ``mem_mib``, ``gpu_index`` of processes holding GPU memory outside the unit's
     cgroup; null before a look), ``connection`` (``ok`` or the reason), ``probe_errors`` (probe → message),
     ``typical`` (earlier comparable starts, see :func:`typical_json`; ``now``: the clock's, for the ETA).

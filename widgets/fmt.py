@@ -25,7 +25,7 @@ RUNG_WORDS: dict[str, str] = {
     "inactive": "not running", "port_closed": "port closed", "http_unhealthy": "HTTP unhealthy",
     "healthy": "healthy", "serving": "serving", "unknown": "no health data",
 }
-#: A host's condition (:func:`probes.fold.verdict.headline`) as its first word on a card or a row.
+#: A host's condition (:func:`probes.fold.headline.headline`) as its first word on a card or a row.
 STATE_WORDS: dict[str, str] = {"waiting": "WAITING", "loading": "LOADING", "ready": "READY", "failed": "FAILED",
                                "stopped": "STOPPED"}
 #: The look (a widget's component class suffix: muted, busy, ok, warn, error) of each condition.

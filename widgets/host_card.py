@@ -44,7 +44,8 @@ from textual.widget import Widget
 from probes.fold.eta import about, eta_for
 from probes.fold.download import download_words
 from probes.data.state import HostState
-from probes.fold.verdict import headline, reconnect_words
+from probes.fold.headline import headline
+from probes.fold.verdict import reconnect_words
 from widgets.fmt import PHASE_LABELS, RUNG_LOOK, RUNG_WORDS, STATE_LOOK, STATE_WORDS, duration
 from widgets.gpu_strip import GpuStrip
 from widgets.phase_bar import PhaseBar, progress_label

@@ -24,7 +24,7 @@ from rich.text import Text
 
 from probes.data.state import HostState
 from probes.fold.eta import about, eta_for
-from probes.fold.verdict import headline
+from probes.fold.headline import headline
 from probes.data.vocab import PHASES
 from widgets.fmt import PHASE_SHORT, RUNG_LOOK, RUNG_WORDS, STATE_LOOK, STATE_WORDS, duration, level_block
 from widgets.phase_bar import PHASE_ICONS, current_progress

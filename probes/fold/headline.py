@@ -1,0 +1,67 @@
+"""What a view shows of a host's verdict: its condition in a word or two (:func:`headline`,
+worst first in :data:`HEADLINES`) and the verdict itself, ``waiting`` while a probe has not
+answered yet (:func:`shown_verdict`). The rules are :mod:`probes.fold.verdict`'s; pure.
+"""
+
+from __future__ import annotations
+
+from probes.data.state import KNOWN_PROBES, HostState, Verdict
+
+#: The kind of the verdict views show in place of "nothing wrong" while a probe has not answered
+#: yet (:func:`shown_verdict`; level ``info``): not a rule of :func:`verdict_for`, which judges
+#: what was read.
+WAITING_KIND = "waiting"
+
+
+def unanswered(s: HostState) -> tuple[str, ...]:
+    """The probes of :data:`~probes.data.state.KNOWN_PROBES` that have neither delivered nor
+    failed yet (knowledge ``never``), in that order: () once each has answered."""
+    return tuple(p for p in KNOWN_PROBES if s.known(p).status == "never")
+
+
+def shown_verdict(s: HostState) -> Verdict | None:
+    """The verdict a view shows: ``s.verdict``; else, while a probe has not answered yet, the
+    ``waiting`` verdict (level ``info``: ``Waiting for the first answer of the journal; nothing is
+    judged before it.``), never "nothing wrong" for what was not read; else None (nothing wrong
+    seen, every probe answered)."""
+    if s.verdict is not None:
+        return s.verdict
+    waiting = unanswered(s)
+    if not waiting:
+        return None
+    what = " and ".join(f"the {p}" for p in waiting)
+    return Verdict("info", kind=WAITING_KIND, sentence=f"Waiting for the first answer of {what}; nothing is judged before it.",
+                   evidence=tuple(f"{p}: no answer yet" for p in waiting))
+
+
+#: Headlines in the order an operator must see them (worst first).
+HEADLINES = ("failed", "unreachable", "ssh refused", "cannot see", "no such unit", "restart loop", "stalled", "loading", "ready",
+             "stopped", "waiting")
+
+
+def headline(s: HostState) -> str:
+    """A host's condition in one or two words, worse than its start's state when the verdict says
+    so: ``failed``, ``unreachable`` (never reached), ``ssh refused`` (reached, but the login or its
+    host key is refused: the verdict says how to fix it), ``cannot see``
+    (the unit or the journal cannot be read: the verdict says why), ``no such unit``,
+    ``restart loop``, ``stalled`` (a loading start gone silent), ``loading``, ``ready``,
+    ``stopped``, ``waiting``."""
+    if s.state == "failed":
+        return "failed"
+    kind = s.verdict.kind if s.verdict is not None else ""
+    if kind == "ssh":
+        return "ssh refused"  # the host answered; its key or the login was refused: nothing is known
+    if s.stale_since is not None and s.updated is None:
+        return "unreachable"  # never got through: nothing is known
+    if kind == "cannot_see":
+        return "cannot see"
+    if kind == "not_found":
+        return "no such unit"
+    if s.restart_loop or kind == "restart_loop":
+        return "restart loop"
+    if kind == "stalled":
+        return "stalled"
+    return s.state if s.state in HEADLINES else "waiting"
+
+
+__all__ = ["WAITING_KIND", "HEADLINES", "unanswered", "shown_verdict", "headline"]
