@@ -116,6 +116,11 @@ async def advance_demo(app: UpwatchApp, clock, pilot, seconds: float, *, host: s
     if keys:
         await pilot.press(*keys)
     app.flush()
+    # The toast that gathers a burst waits a real second on a timer: put it up now, so a slow run
+    # does not show it after the clear below (or miss it with toasts=True). A toast is a message to
+    # the app: let it arrive before the clear.
+    app.notifier.toast_held()
+    await pilot.pause()
     if not toasts:
         app.clear_notifications()
     await pilot.pause()

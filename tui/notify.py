@@ -146,7 +146,7 @@ class Notifier:
 
     def _toast(self, n: Notice) -> None:
         """Show ``n`` as a toast, or, past :data:`TOASTS_AT_ONCE` in :data:`TOAST_WINDOW_S`, hold it
-        for the one toast that gathers the burst (:meth:`_toast_held`)."""
+        for the one toast that gathers the burst (:meth:`toast_held`)."""
         now = self.now()
         while self._toasted and now - self._toasted[0] >= TOAST_WINDOW_S:
             self._toasted.popleft()
@@ -156,11 +156,13 @@ class Notifier:
                             markup=False, timeout=10)
             return
         if not self._held:
-            self.app.set_timer(TOAST_GATHER_S, self._toast_held)
+            self.app.set_timer(TOAST_GATHER_S, self.toast_held)
         self._held.append(n)
 
-    def _toast_held(self) -> None:
-        """One toast for the held notices: how many of each kind, and which hosts (the first few)."""
+    def toast_held(self) -> None:
+        """One toast for the held notices: how many of each kind, and which hosts (the first few).
+        Runs :data:`TOAST_GATHER_S` real seconds after the first held one; a caller that needs a
+        fixed picture (the demo's snapshots) runs it at once, and the timer then finds nothing."""
         held, self._held = self._held, []
         if not held:
             return
