@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from textual import events
+from textual.widgets import Input
 
 from probes.clock import ManualClock
 from tui.demo_app import advance_demo, make_demo_app
@@ -107,6 +109,23 @@ async def test_filter_then_n_steps_through_matches():
         second = pane.cursor_seq
         await pilot.press("N")
         assert second is not None and second != first and pane.cursor_seq != second
+
+
+async def test_a_filter_sent_in_one_read_never_reaches_the_action_keys():
+    # `tmux send-keys "/ready" Enter` on the detail screen (an agent, a paste) queued every key
+    # before "/" had focused the box: the "r" then asked to restart the unit, the other letters
+    # went to "e" (jump to error) and the rest. A "/" typed in the box stays a letter.
+    clock = ManualClock(T0)
+    app = make_demo_app(clock=clock)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _advance(app, pilot, clock, 300)
+        app.open_detail("gpu-node-1")
+        await pilot.pause()
+        for key, char in [("slash", "/"), *((c, c) for c in "ready/x"), ("enter", "\r")]:
+            app.post_message(events.Key("slash" if key == "/" else key, char))  # all queued at once
+        await pilot.pause()
+        assert len(app.screen_stack) == 2 and isinstance(app.screen, DetailScreen)  # no confirmation above
+        assert app.screen.query_one("#filter", Input).value == "ready/x"
 
 
 async def test_host_text_in_the_journal_renders_literally():

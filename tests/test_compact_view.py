@@ -9,6 +9,8 @@ import dataclasses
 import json
 
 from rich.style import Style
+from textual import events
+from textual.widgets import Input
 
 from probes.clock import ManualClock
 from probes.data.state import HostState, Verdict
@@ -190,6 +192,26 @@ async def test_the_filter_narrows_the_rows_as_you_type_and_escape_clears_it():
         await pilot.pause()
         assert len(table.rows) == 32 and all(condition(table.state(h)) == "failed" for h in table.rows)
         assert app.focused is table and "32 of 128" in _screen_text(app)
+
+
+async def test_keys_sent_in_one_read_with_the_slash_reach_the_filter():
+    # `tmux send-keys "/gpu-01" Enter` (an agent, a paste) puts every key in one read: the app
+    # routes each to the focused widget as it arrives, so the letters went to the rows before "/"
+    # had focused the box, and the enter opened a host's detail screen.
+    app = fleet_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _settle(app, pilot)
+        table = app.screen.query_one(HostTable)
+        for key, char in [("slash", "/"), *((c, c) for c in "gpu"), ("minus", "-"), ("0", "0"), ("1", "1"),
+                          ("enter", "\r")]:
+            app.post_message(events.Key(key, char))  # all queued before the first is handled
+        await pilot.pause()
+        assert isinstance(app.screen, OverviewScreen) and app.focused is table
+        assert app.screen.query_one("#filter", Input).value == "gpu-01"
+        assert sorted(table.rows) == [f"gpu-{i:03d}" for i in range(10, 20)]
+        # A "/" typed in the box is a letter of the filter, not a new "/".
+        await pilot.press("slash", "a", "slash", "b")
+        assert app.screen.query_one("#filter", Input).value == "a/b"
 
 
 async def test_o_cycles_the_order_and_the_header_says_it():

@@ -40,7 +40,10 @@ class DetailScreen(Screen[None]):
 
     BINDINGS = [
         Binding("escape", "back", "Back"),
-        Binding("slash", "filter", "Filter", key_display="/"),
+        # Priority: it runs as the key arrives, so letters sent in the same read (`tmux send-keys
+        # "/ready" Enter`, an agent, a paste) go into the box, not to the keys of the screen ("r"
+        # asked to restart the unit).
+        Binding("slash", "filter", "Filter", key_display="/", priority=True),
         Binding("n", "next_match", "Next match"),
         Binding("N", "prev_match", "Prev match", key_display="N"),
         Binding("e", "error", "Error"),
@@ -133,10 +136,15 @@ class DetailScreen(Screen[None]):
             return
         self.app.pop_screen()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """``/`` while typing in the filter box is a letter of the filter."""
+        return not (action == "filter" and isinstance(self.focused, Input))
+
     def action_filter(self) -> None:
+        """``/``: open the log filter box and focus it at once (the next key goes to the focused widget)."""
         box = self.query_one("#filter", Input)
         box.add_class("-open")
-        box.focus()
+        self.set_focus(box)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.log_pane.set_filter(event.value or None)

@@ -87,7 +87,9 @@ class OverviewScreen(Screen[None]):
     BINDINGS = [
         Binding("enter", "open", "Details"),
         Binding("c", "copy_report", "Copy report"),
-        Binding("slash", "filter", "Filter", key_display="/"),
+        # A priority binding: it runs as the key arrives, so letters sent in the same read (a paste,
+        # `tmux send-keys "/gpu-01" Enter`, an agent) go to the box it focuses, not to the rows.
+        Binding("slash", "filter", "Filter", key_display="/", priority=True),
         Binding("o", "order", "Order"),
         *(Binding("v", f"cycle_view('{label}')", f"View: {label.replace(':', ' (')}{')' if ':' in label else ''}")
           for label in ("auto:cards", "auto:compact", "cards", "compact")),
@@ -238,7 +240,9 @@ class OverviewScreen(Screen[None]):
         """The ``v`` binding whose words say the view shown; ``/``, ``o`` and escape only over the rows."""
         if action == "cycle_view":
             return parameters[0] == self._view_label
-        if action in ("filter", "order", "clear_filter"):
+        if action == "filter":  # not while typing in the box: a "/" there is a letter of the filter
+            return self._compact and not isinstance(self.focused, Input)
+        if action in ("order", "clear_filter"):
             return self._compact
         return True
 
@@ -271,7 +275,7 @@ class OverviewScreen(Screen[None]):
         """``/``: open the filter box; the rows narrow as you type."""
         box = self.query_one("#filter", Input)
         box.add_class("-open")
-        box.focus()
+        self.set_focus(box)  # at once, not after a refresh: the next key goes to the focused widget
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "filter":
