@@ -31,6 +31,17 @@ def test_json_has_exactly_the_documented_keys() -> None:
     assert out["phases"][1]["time"] == "2026-05-08T14:34:31"
 
 
+def test_a_log_with_no_year_shows_month_day_and_clock_and_says_so() -> None:
+    # vLLM writes `INFO 02-12 19:33:39`: with no full date anywhere, the text timeline showed ISO's
+    # year-less `--02-12T19:33:39`, which reads as a typo; --json keeps that form (documented).
+    path = str(LOGS / "vllm-ok-01.log")
+    text = _upwatch("replay", path).stdout.decode()
+    assert "  Starting         8  Feb 12 19:33:39     1m26s" in text and "--02-" not in text
+    assert "The log gives no year" in text
+    assert json.loads(_upwatch("replay", "--json", path).stdout)["phases"][0]["time"] == "--02-12T19:33:39"
+    assert "no year" not in _upwatch("replay", str(LOGS / "sglang-ok-01.log")).stdout.decode()
+
+
 def test_text_timeline_names_phases_lines_times_and_the_outcome() -> None:
     proc = _upwatch("replay", str(LOGS / "vllm-fail-oom-01.log"))
     assert proc.returncode == 0

@@ -43,6 +43,23 @@ def _clip(text: str, width: int = _TEXT_WIDTH) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+#: Said under the timeline when a time in it has no year.
+NO_YEAR_NOTE = "The log gives no year: times are its month, day and clock, as it wrote them."
+
+
+def shown_time(iso: str | None) -> str:
+    """A phase's time for the text timeline: the ISO text of :func:`probes.logs.timeline.resolve`
+    as it is (``2025-05-02T16:13:35``), but a date with no year anywhere in the log, ISO's
+    ``--02-12T19:33:39``, as ``Feb 12 19:33:39``; ``-`` for none."""
+    if not iso:
+        return "-"
+    if iso.startswith("--") and iso[4:5] == "-" and iso[7:8] == "T" and iso[2:4].isdigit() \
+            and 1 <= int(iso[2:4]) <= 12:
+        return f"{_MONTHS[int(iso[2:4]) - 1]} {iso[5:7]} {iso[8:]}"
+    return iso
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
@@ -110,12 +127,14 @@ def format_timeline(reading: Reading, name: str) -> str:
         # Ready is where the start ends: its "duration" would only be the rest of the log.
         dur = "" if mark.phase == "ready" else duration(mark.duration_s)
         rows.append((">" if current else " ", _LABELS.get(mark.phase, mark.phase), str(mark.line),
-                     mark.time or "-", dur, progress))
+                     shown_time(mark.time), dur, progress))
     w_line = max([4] + [len(r[2]) for r in rows])
     w_time = max([4] + [len(r[3]) for r in rows])
     out.append(f"  {'PHASE':<14}{'LINE':>{w_line}}  {'TIME':<{w_time}}  {'DURATION':>8}  PROGRESS")
     for cur, label, line, time, dur, progress in rows:
         out.append(f"{cur} {label:<14}{line:>{w_line}}  {time:<{w_time}}  {dur:>8}  {progress}".rstrip())
+    if any(m.time and m.time.startswith("--") for m in reading.phases):
+        out.append(f"  {NO_YEAR_NOTE}")
     out.append("")
     label = _LABELS.get(reading.phase, reading.phase)
     if reading.state == "failed":
