@@ -214,6 +214,20 @@ async def test_keys_sent_in_one_read_with_the_slash_reach_the_filter():
         assert app.screen.query_one("#filter", Input).value == "a/b"
 
 
+async def test_the_footer_over_the_rows_ends_with_help_at_80_columns():
+    # It was cut at "q Qu": below 100 columns the keys take their short words and the theme key
+    # (in the command palette too) is left out; wider, the long words come back.
+    app = fleet_app(40)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(app, pilot)
+        footer = _screen_text(app).splitlines()[-1]
+        assert footer.startswith("⏎ Open c Copy / Filter o Order v auto (compact) q Quit ? Help "), footer
+        await pilot.resize_terminal(160, 48)
+        await pilot.pause()
+        footer = _screen_text(app).splitlines()[-1]
+        assert "⏎ Details  c Copy report" in footer and "View: auto (compact)" in footer and "t Theme" in footer
+
+
 async def test_o_cycles_the_order_and_the_header_says_it():
     app = fleet_app(24)
     async with app.run_test(size=(160, 48)) as pilot:

@@ -27,6 +27,7 @@ from tui import cli
 from tui.demo_app import advance_demo, make_demo_app
 from tui.report import fence_for, markdown_report, md_code, md_text
 from tui.detail_screen import DetailScreen
+from waiting import until
 
 T0 = 1_764_000_000.0
 HERE = Path(__file__).parent
@@ -290,13 +291,15 @@ async def test_the_footer_shows_c_copy_report_on_the_overview_and_the_detail_scr
     app = make_demo_app(clock=clock)
     async with app.run_test(size=(160, 48)) as pilot:
         await advance_demo(app, clock, pilot, 30)
-        shown = {(k.key, k.description) for k in app.screen.query(FooterKey)}
-        assert ("c", "Copy report") in shown, shown
+
+        def shown() -> bool:  # the footer is composed again when the bindings change: look until it is
+            return ("c", "Copy report") in {(k.key, k.description) for k in app.screen.query(FooterKey)}
+
+        await until("c Copy report in the overview's footer", shown, pilot=pilot)
         app.open_detail("gpu-node-1")
         await pilot.pause()
         assert isinstance(app.screen, DetailScreen)
-        shown = {(k.key, k.description) for k in app.screen.query(FooterKey)}
-        assert ("c", "Copy report") in shown, shown
+        await until("c Copy report in the detail screen's footer", shown, pilot=pilot)
 
 
 def test_a_host_never_reached_is_reported_unreachable_not_waiting() -> None:

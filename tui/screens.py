@@ -12,6 +12,7 @@ from textual.binding import Binding
 from textual.reactive import Reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Label
+from textual.widgets._footer import FooterKey
 
 from probes.data.state import HostState
 from probes.fold.headline import HEADLINES
@@ -52,12 +53,30 @@ class ModeFooter(Footer):
     #: Narrower than this (columns), the keys are drawn compact (less space between them), so the
     #: footer of the detail screen still ends with ``? Help`` at 80 columns.
     COMPACT_BELOW = 120
+    #: Narrower than this, the keys' words are the short ones of :data:`SHORT` and the theme key
+    #: (also in the command palette) is left out, so the overview's footer over the rows still ends
+    #: with ``? Help`` at 80 columns (it was cut at ``q Qu``).
+    SHORT_BELOW = 100
+    SHORT = {"Details": "Open", "Copy report": "Copy"}
+    LEFT_OUT_SHORT = ("toggle_dark",)
 
-    def on_resize(self) -> None:
+    _short = False  # the words composed are the short ones
+
+    async def on_resize(self) -> None:
         self.compact = self.size.width < self.COMPACT_BELOW
+        if self._short != (self.size.width < self.SHORT_BELOW):
+            await self.recompose()
 
     def compose(self) -> ComposeResult:
-        yield from super().compose()
+        # The app's width: the footer's own is 0 before its first layout.
+        self._short = short = self.app.size.width < self.SHORT_BELOW
+        for widget in super().compose():
+            if short and isinstance(widget, FooterKey):
+                if widget.action in self.LEFT_OUT_SHORT:
+                    continue
+                words = widget.description
+                widget.description = self.SHORT.get(words, words.removeprefix("View: "))
+            yield widget
         if getattr(getattr(self.app, "actions", None), "read_only", False):
             yield Label(READ_ONLY_FOOTER, classes="mode", markup=False)
 
