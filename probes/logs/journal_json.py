@@ -25,8 +25,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 from datetime import datetime, timedelta, timezone
 
 from probes.logs.logline import Stamp
@@ -54,9 +54,10 @@ READ_FIELDS: tuple[str, ...] = (
 CUT_MARK = "[... cut: the journal record was {size} bytes, upwatch reads {cap} MiB of it]"
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
-    """One journal entry, reduced to what upwatch reads.
+class Record(NamedTuple):
+    """One journal entry, reduced to what upwatch reads (immutable; a named tuple, not a frozen
+    dataclass: made for every journal line, and a frozen dataclass of eight fields costs about
+    three times as much to make, 13k instructions against 4k on CPython 3.11).
 
     Attributes:
         texts: ``MESSAGE`` decoded, one text per occurrence of the field (byte arrays as UTF-8 with
