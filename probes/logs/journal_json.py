@@ -233,8 +233,13 @@ def _record(obj: dict[str, object]) -> Record:
     else:
         # A user unit's processes also sit in user@UID.service: the user unit is the one meant.
         user_unit = get("_SYSTEMD_USER_UNIT")
-        unit = user_unit if type(user_unit) is str and user_unit else (
-            _first(user_unit) or _first(get("_SYSTEMD_UNIT")))
+        if type(user_unit) is str and user_unit:
+            unit = user_unit
+        else:  # (no _first call for the plain strings and absent fields of nearly every record)
+            unit = _first(user_unit) if user_unit is not None else None
+            if not unit:
+                system_unit = get("_SYSTEMD_UNIT")
+                unit = system_unit if type(system_unit) is str else _first(system_unit)
         inv = get("_SYSTEMD_INVOCATION_ID")
         invocation = inv if type(inv) is str else _first(inv)
     cursor = get("__CURSOR")
