@@ -19,11 +19,13 @@ from probes.transport.runner import Completed, ProbeError
 @dataclass
 class Stream:
     """A canned ``stream``: ``lines`` (bytes, no newline), then it ends, raises ``then``, or, with
-    ``hold``, stays open (no more lines) until closed or cancelled."""
+    ``hold``, stays open (no more lines) until closed or cancelled. ``reads``: how many lines each
+    read of ``stream_batches`` brings (the rest one a read); by default one line a read."""
 
     lines: list[bytes] = field(default_factory=list)
     then: ProbeError | None = None
     hold: bool = False
+    reads: tuple[int, ...] = ()
 
 
 class CannedRunner:
@@ -87,6 +89,26 @@ class CannedRunner:
         self.streams_opened.append(key)
         queue = self._streams[self._match(key, self._streams)]
         return self._play(queue.pop(0) if len(queue) > 1 else queue[0])
+
+    def stream_batches(self, argv: Sequence[str]) -> AsyncIterator[list[bytes]]:
+        """As :meth:`stream`, the lines in batches of :attr:`Stream.reads` (one read each)."""
+        key = tuple(argv)
+        self.streams_opened.append(key)
+        queue = self._streams[self._match(key, self._streams)]
+        return self._play_batches(queue.pop(0) if len(queue) > 1 else queue[0])
+
+    async def _play_batches(self, canned: Stream) -> AsyncIterator[list[bytes]]:
+        lines = list(canned.lines)
+        sizes = list(canned.reads)
+        while lines:
+            n = sizes.pop(0) if sizes else 1
+            batch, lines = lines[:n], lines[n:]
+            await asyncio.sleep(0)
+            yield batch
+        if canned.then is not None:
+            raise canned.then
+        if canned.hold:
+            await asyncio.Event().wait()  # until cancelled
 
     async def _play(self, canned: Stream) -> AsyncIterator[bytes]:
         for line in canned.lines:

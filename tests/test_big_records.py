@@ -20,7 +20,7 @@ from testhost import TestHost
 
 from probes.logs.journal_json import CUT_MARK, parse_record
 from probes.data.cutline import CUT_TAIL, LINE_CAP, CutLine
-from probes.transport.runner import split_lines
+from probes.transport.runner import split_batches, split_lines
 
 
 def reader(data: bytes, chunk_max: int = 7):  # type: ignore[no-untyped-def]
@@ -62,6 +62,35 @@ async def test_a_line_at_the_cap_is_whole_and_one_past_it_is_cut_with_head_and_t
     assert cut.tail == b"T" * 8
     assert cut.size == len(long) and cut.dropped == len(long) - 64
     assert lines[2:] == [b"after"]
+
+
+async def test_each_read_brings_the_lines_it_completed_and_a_line_across_reads_comes_whole() -> None:
+    data = b"one\ntwo and more\n\nthree"
+    batches = [b async for b in split_batches(reader(data, 5), cap=64, tail=8, chunk=5)]
+    # reads: "one\nt", "wo an", "d mor", "e\n\nth", "ree", then the end
+    assert batches == [[b"one"], [b"two and more", b""], [b"three"]]
+
+
+def _shape(line: bytes) -> tuple[bytes, bytes | None, int | None]:
+    return bytes(line), getattr(line, "tail", None), getattr(line, "size", None)
+
+
+async def test_batches_hold_the_same_lines_as_a_plain_split_however_the_reads_fall() -> None:
+    # Lines up to the cap and past it (cut), empty ones, reads of 1 byte to more than a line: the
+    # one-split path (no line of a read can pass the cap) and the byte-by-byte one agree.
+    import random
+
+    rnd = random.Random(17)
+    lines = [bytes(rnd.choice(b"ab{}\"") for _ in range(rnd.choice((0, 1, 5, 40, 63, 64, 65, 200))))
+             for _ in range(300)]
+    data = b"\n".join(lines) + b"\n"
+    want = [_shape(line if len(line) <= 64 else CutLine(line[:56], line[-8:], len(line))) for line in lines]
+    for chunk_max in (1, 3, 7, 64, 100, 5000):
+        got = [_shape(line) async for batch in split_batches(reader(data, chunk_max), cap=64, tail=8,
+                                                             chunk=chunk_max) for line in batch]
+        assert got == want, chunk_max
+        assert [_shape(line) async for line in split_lines(reader(data, chunk_max), cap=64, tail=8,
+                                                           chunk=chunk_max)] == want
 
 
 # --- parse_record of a cut line ------------------------------------------------------------------

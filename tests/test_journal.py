@@ -191,3 +191,18 @@ def test_the_parser_reads_only_the_fields_journalctl_is_asked_for(name) -> None:
         assert seen.asked <= set(READ_FIELDS) | always, seen.asked - set(READ_FIELDS)
         kept = {k: v for k, v in obj.items() if k in READ_FIELDS or k in always}
         assert parse_record(json.dumps(kept).encode()) == full
+
+
+@pytest.mark.parametrize(("fields", "unit"), [
+    ({"_SYSTEMD_USER_UNIT": "llm.service", "_SYSTEMD_UNIT": "user@1000.service"}, "llm.service"),
+    ({"_SYSTEMD_USER_UNIT": "", "_SYSTEMD_UNIT": "sglang.service"}, "sglang.service"),
+    ({"_SYSTEMD_UNIT": "sglang.service"}, "sglang.service"),
+    ({"_SYSTEMD_USER_UNIT": ["llm.service", "other.service"], "_SYSTEMD_UNIT": "user@1000.service"}, "llm.service"),
+    ({"_SYSTEMD_UNIT": ["sglang.service", "x.service"]}, "sglang.service"),
+    ({"_SYSTEMD_USER_UNIT": None, "_SYSTEMD_UNIT": ""}, ""),
+    ({}, None),
+], ids=["user-unit", "empty-user-unit", "system-unit", "repeated-user-unit", "repeated-unit", "empty", "none"])
+def test_the_unit_of_a_servers_entry_is_its_user_unit_else_its_system_unit(fields: dict[str, object],
+                                                                          unit: str | None) -> None:
+    rec = parse_record(json.dumps({"MESSAGE": "hi", "_PID": "42", **fields}))
+    assert rec.unit == unit and not rec.systemd

@@ -15,7 +15,7 @@ from canned_runner import CannedRunner, Stream
 from probes.clock import ManualClock
 from probes.fold.model import HostModel
 from probes.sources.context import SourceContext
-from probes.logs.journal_json import READ_FIELDS
+from probes.logs.journal_json import READ_FIELDS, parse_record
 from probes.sources.journal import JOURNAL_GUARD_S, JOURNAL_RECHECK_S, JournalSource, output_fields_option
 from probes.spec import HostSpec
 from probes.transport.runner import ProbeError
@@ -41,7 +41,10 @@ class Rig:
         self.clock, self.runner = ManualClock(T0), CannedRunner()
         spec = HostSpec("gpu-node-1", "sglang.service", ssh="gpu-node-1")
         self.model = HostModel(spec.name, spec.unit)
-        ctx = SourceContext(spec, self.runner, self.clock, self.model)
+        #: the model's ``seq`` at each change said (``on_change``)
+        self.changes: list[int] = []
+        ctx = SourceContext(spec, self.runner, self.clock, self.model,
+                            on_change=lambda: self.changes.append(self.model.seq))
         ctx.signals.unit_seen.set()  # no unit state: read the backlog, no --since
         self.runner.answer(LOOK, b"a line\n")
         self.runner.answer(HAS_MORE, RECORDS[0])
@@ -198,3 +201,58 @@ async def test_a_look_that_fails_otherwise_does_not_decide_the_fields(journal) -
     await clock.settle()
     assert source.fields is None
     assert runner.streams_opened == [tuple(FOLLOW) + ("--no-pager", "-n", "5000")]
+
+
+# --- a read's lines at once ------------------------------------------------------------------------
+
+BAD = b'{"MESSAGE": "cut mid-rec'  # a record cut short: not JSON
+
+
+async def test_the_records_of_one_read_are_folded_in_order_and_the_change_said_once(journal) -> None:
+    rig, source, runner, clock, model = journal
+    runner.answer_stream(FOLLOW, Stream(RECORDS[:10], hold=True, reads=(4, 6)))
+    rig.start()
+    await clock.settle()
+    assert model.seq == 10 and source.cursor == cursor_of(RECORDS[9])
+    assert [e.text for e in model.log] == [parse_record(r).text for r in RECORDS[:10]]
+    # One change per read (4 records, then 6), none per record.
+    assert [n for n in rig.changes if n > 0] == [4, 10]
+    assert not model.failing("journal") and source.answered
+
+
+async def test_a_bad_record_in_a_read_is_kept_in_place_and_the_others_delivered(journal) -> None:
+    rig, source, runner, clock, model = journal
+    lines = [*RECORDS[:2], BAD, b"", b"-- cursor: s=x", RECORDS[2]]
+    runner.answer_stream(FOLLOW, Stream(lines, hold=True, reads=(6,)))
+    rig.start()
+    await clock.settle()
+    texts = [e.text for e in model.log]
+    assert model.seq == 4 and len(texts) == 4  # three records and the bad line; no blank, no note
+    assert texts[2].startswith("[unreadable journal record] ") and BAD.decode() in texts[2]
+    assert texts[3] == parse_record(RECORDS[2]).text
+    assert source.cursor == cursor_of(RECORDS[2]) and not model.failing("journal")
+    assert [n for n in rig.changes if n > 0] == [4]
+
+
+async def test_the_cursor_of_a_reads_last_record_is_where_the_next_follow_resumes(journal) -> None:
+    rig, source, runner, clock, model = journal
+    # The follow ends after one read whose last lines are not records.
+    runner.answer_stream(FOLLOW, Stream([*RECORDS[:5], BAD, b""], reads=(7,)),
+                         Stream(RECORDS[5:10], hold=True, reads=(5,)))
+    rig.start()
+    await clock.settle()
+    f = model.state(clock.now()).failure("journal")
+    assert f is not None and "journalctl -f ended on the host" in f.message
+    await clock.advance(2)
+    assert runner.streams_opened[1][-3:] == ("--after-cursor", cursor_of(RECORDS[4]), FIELDS)
+    assert model.seq == 11 and source.cursor == cursor_of(RECORDS[9]) and not model.failing("journal")
+
+
+async def test_a_read_of_blank_lines_is_no_arrival_for_a_follow_that_began_empty(journal) -> None:
+    rig, source, runner, clock, model = journal
+    runner.answer(HAS_MORE, b"")  # untrusted: reopened at its first entry, not at a blank read
+    runner.answer_stream(FOLLOW, Stream([b"", b"  ", b"-- No entries --"], hold=True, reads=(3,)),
+                         Stream(RECORDS[:3], hold=True, reads=(3,)))
+    rig.start()
+    await clock.settle()
+    assert source.reopened == 0 and len(runner.streams_opened) == 1 and model.seq == 0

@@ -235,23 +235,29 @@ class HostModel:
             self._log_chars -= len(log.popleft().text)
 
     def _record(self, rec: Record) -> None:
-        self.seq += 1
-        t = rec.realtime_us / 1e6 if rec.realtime_us is not None else None
-        text = rec.text
+        # Run for every journal line: locals over repeated attribute reads.
+        self.seq = seq = self.seq + 1
+        rt = rec.realtime_us
+        t = rt / 1e6 if rt is not None else None
+        texts = rec.texts
+        text = texts[0] if len(texts) == 1 else rec.text
         if len(text) > ENTRY_CHARS:
             # The reader reads the message whole (up to the runner's cap); the pane keeps this much.
             head = ENTRY_CHARS - ENTRY_TAIL
             text = f"{text[:head]} …[cut {len(text) - ENTRY_CHARS} chars]… {text[-ENTRY_TAIL:]}"
-        self._keep(LogEntry(self.seq, t, text, rec.systemd, rec.cursor))
+        systemd = rec.systemd
+        self._keep(LogEntry(seq, t, text, systemd, rec.cursor))
         if t is not None:
             self._last_log_at = t
-            self._seen(t)
-        if t is not None or "journal" not in self._read:
-            self._read["journal"] = t  # None: an entry with no time (still read)
+            if self._newest is None or t > self._newest:
+                self._newest = t
+            self._read["journal"] = t
+        elif "journal" not in self._read:
+            self._read["journal"] = None  # an entry with no time (still read)
         stamp = rec.stamp
-        for text in rec.texts:
-            self.reader.feed(text, self.seq, stamp=stamp, ident=rec.ident, systemd=rec.systemd,
-                             invocation=rec.invocation)
+        feed = self.reader.feed
+        for text in texts:
+            feed(text, seq, stamp=stamp, ident=rec.ident, systemd=systemd, invocation=rec.invocation)
 
     # --- reading --------------------------------------------------------------------------------
 

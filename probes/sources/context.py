@@ -119,10 +119,15 @@ class SourceContext:
         self._model.apply(event)
         self.changed()
 
-    def bad_record(self, raw: bytes) -> None:
-        """A journal line that is not a record: kept in the log as it is (:meth:`HostModel.bad_record`)."""
-        self._model.bad_record(raw, self.clock.now())
-        self.changed()
+    def fold(self, event: object) -> None:
+        """Fold ``event`` into the model (:meth:`HostModel.apply`; ``TypeError`` for an unknown
+        kind) without saying so: for a batch of events, which then calls :meth:`changed` once."""
+        self._model.apply(event)
+
+    def fold_bad_record(self, raw: bytes, time: float | None) -> None:
+        """A journal line that is not a record, read at clock ``time``: kept in the log as it is
+        (:meth:`HostModel.bad_record`), without saying so (as :meth:`fold`)."""
+        self._model.bad_record(raw, time)
 
     def fail(self, probe: str, kind: str, message: str, reason: str = "") -> None:
         """``probe`` could not get its data: a :class:`ProbeFailure` of ``kind`` (an

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from probes.logs.journal_json import READ_FIELDS, RecordError, parse_record
 from probes.sources.context import STOP_WAIT_S, SourceContext, wait_event
 from probes.sources.unit import access_problem
-from probes.transport.runner import ProbeError
+from probes.transport.runner import ProbeError, stream_batches
 
 #: Seconds without a journal entry after which the follow is checked for having fallen behind the
 #: journal (systemd#25649), and seconds between the two looks that must agree.
@@ -101,6 +101,17 @@ def journal_access_problem(stdout: bytes, stderr: bytes, returncode: int, *, sud
     """
     found = access_problem(stdout, stderr, returncode, sudo=sudo)
     return found[1] if found is not None else None
+
+
+def _has_entry(lines: list[bytes]) -> bool:
+    """Whether a batch of ``journalctl -f`` lines holds more than blank lines and ``-- `` notes."""
+    return any(_is_entry(raw) for raw in lines)
+
+
+def _is_entry(raw: bytes) -> bool:
+    """Whether a ``journalctl -f`` line is an entry (a record, or a line that fails as one): not
+    blank, not a ``-- `` note. A record's ``{`` answers at once (no copy of the line)."""
+    return raw[:1] == b"{" or bool(raw.strip() and not raw.startswith(b"-- "))
 
 
 class Step(enum.Enum):
@@ -249,31 +260,53 @@ class JournalSource:
         ended when this is cancelled). A follow that is not ``trusted`` ends at its first line
         (:attr:`FollowEnd.ARRIVED`), which is not taken: it is read again by the trusted reopen.
 
+        The lines come in batches, one per read of the stream
+        (:func:`~probes.transport.runner.stream_batches`): each record is folded into the model
+        in order and :attr:`cursor` follows it, and what is said once per delivery (the journal
+        is OK, the model changed, the log may now name the port) is said once per batch. A batch
+        is folded with no wait in between: a cancellation never leaves half of one.
+
         Raises:
             ProbeError: the stream failed.
         """
         ctx = self.context
         delivered = False
-        async with contextlib.aclosing(ctx.runner.stream(argv)) as lines:  # type: ignore[type-var]
-            async for raw in lines:
-                if not raw.strip() or raw.startswith(b"-- "):
+        async with contextlib.aclosing(stream_batches(ctx.runner, argv)) as batches:  # type: ignore[type-var]
+            async for batch in batches:
+                if not _has_entry(batch):
                     continue
                 if not trusted:
                     return FollowEnd.ARRIVED
-                self.awaiting_entries = False
-                self._last_line_at = ctx.clock.now()
-                try:
-                    rec = parse_record(raw)
-                except RecordError:
-                    ctx.bad_record(raw)
-                    continue
-                if rec.cursor:
-                    self.cursor = rec.cursor
-                ctx.emit(rec)
-                ctx.ok("journal")
-                delivered = True
-                self._note_log_known()
+                delivered = self._fold(batch) or delivered
         return FollowEnd.ENDED if delivered else FollowEnd.ENDED_EMPTY
+
+    def _fold(self, batch: list[bytes]) -> bool:
+        """Fold one batch of a trusted follow's lines into the model (blank lines and ``-- ``
+        notes skipped; a line that is not a record kept as such); True when it held a record."""
+        ctx = self.context
+        now = ctx.clock.now()
+        self.awaiting_entries = False
+        self._last_line_at = now
+        fold = ctx.fold
+        records = False
+        for raw in batch:
+            if not _is_entry(raw):
+                continue
+            try:
+                rec = parse_record(raw)
+            except RecordError:
+                ctx.fold_bad_record(raw, now)
+                continue
+            if rec.cursor:
+                self.cursor = rec.cursor
+            fold(rec)
+            records = True
+        if records:
+            ctx.ok("journal")
+        ctx.changed()
+        if records:
+            self._note_log_known()
+        return records
 
     @property
     def answered(self) -> bool:

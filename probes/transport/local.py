@@ -12,10 +12,10 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import TYPE_CHECKING
 
-from probes.transport.runner import Completed, ProbeError, split_lines
+from probes.transport.runner import Completed, ProbeError, split_batches
 
 if TYPE_CHECKING:  # httpx loads rich at import: never at module load in probes
     import httpx
@@ -77,8 +77,17 @@ class LocalRunner:
         return Completed(tuple(argv), proc.returncode if proc.returncode is not None else -1, out, err)
 
     async def stream(self, argv: Sequence[str]) -> AsyncIterator[bytes]:
-        """Start ``argv`` and yield its stdout lines (bytes, newline removed; whole up to
-        :data:`~probes.data.cutline.LINE_CAP`, then a :class:`~probes.data.cutline.CutLine`) as they come; the
+        """Start ``argv`` and yield its stdout lines as they come: the lines of
+        :meth:`stream_batches`, one at a time (the same process handling, the same errors)."""
+        async with contextlib.aclosing(self.stream_batches(argv)) as batches:
+            async for batch in batches:
+                for line in batch:
+                    yield line
+
+    async def stream_batches(self, argv: Sequence[str]) -> AsyncGenerator[list[bytes], None]:
+        """Start ``argv`` and yield, after each read of its stdout, the lines it completed (a list of
+        bytes, newline removed; whole up to :data:`~probes.data.cutline.LINE_CAP`, then a
+        :class:`~probes.data.cutline.CutLine`; :func:`~probes.transport.runner.split_batches`); the
         process is ended when the iterator is closed or cancelled. stderr is discarded. A program
         that does not exist gives an empty stream (as a remote shell would; :meth:`run` says 127).
 
@@ -93,9 +102,9 @@ class LocalRunner:
             raise ProbeError("command", f"{self.host}: cannot start {argv[0]}: {exc.strerror or exc}") from None
         try:
             assert proc.stdout is not None
-            async with contextlib.aclosing(split_lines(proc.stdout.read)) as lines:
-                async for line in lines:
-                    yield line
+            async with contextlib.aclosing(split_batches(proc.stdout.read)) as batches:
+                async for batch in batches:
+                    yield batch
         finally:
             await self._end(proc)
 

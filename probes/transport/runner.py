@@ -11,9 +11,10 @@ tests). ``SshRunner`` (asyncssh) and ``LocalRunner`` follow in the live-host wor
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 from probes.data.cutline import CUT_TAIL, LINE_CAP, CutLine
 from probes.hosttext import one_line
@@ -93,17 +94,56 @@ class Runner(Protocol):
         ...
 
 
+class BatchStreaming(Protocol):
+    """A runner that can also hand a stream over as it reads it (SSH, local): the lines of each
+    read at once, so a consumer pays its per-delivery costs once per read, not once per line."""
+
+    def stream_batches(self, argv: Sequence[str]) -> AsyncIterator[list[bytes]]:
+        """As :meth:`Runner.stream`, but yields, after each read of the output, the lines it
+        completed (a non-empty list of lines, newline removed, in order)."""
+        ...
+
+
+def stream_batches(runner: Runner, argv: Sequence[str]) -> AsyncIterator[list[bytes]]:
+    """``runner``'s output of ``argv`` in batches: its own :meth:`BatchStreaming.stream_batches`
+    when it has one, else each line of :meth:`Runner.stream` as a batch of one. The same lines
+    either way, in the same order; same errors (:class:`ProbeError`)."""
+    own = getattr(runner, "stream_batches", None)
+    if own is not None:
+        return cast("AsyncIterator[list[bytes]]", own(argv))
+    return _one_line_batches(runner.stream(argv))
+
+
+async def _one_line_batches(lines: AsyncIterator[bytes]) -> AsyncGenerator[list[bytes], None]:
+    async with contextlib.aclosing(lines) as each:  # type: ignore[type-var]
+        async for line in each:
+            yield [line]
+
+
 #: Bytes asked for per read of a stream.
 READ_CHUNK = 256 * 1024
 
 
 async def split_lines(read: Callable[[int], Awaitable[bytes]], *, cap: int = LINE_CAP,
                       tail: int = CUT_TAIL, chunk: int = READ_CHUNK) -> AsyncGenerator[bytes, None]:
-    """Yield the ``\n``-separated lines of a byte stream, newline removed, each whole.
+    """Yield the ``\n``-separated lines of a byte stream, newline removed, each whole: the lines of
+    :func:`split_batches`, one at a time (same arguments, same errors)."""
+    async with contextlib.aclosing(split_batches(read, cap=cap, tail=tail, chunk=chunk)) as batches:
+        async for batch in batches:
+            for line in batch:
+                yield line
+
+
+async def split_batches(read: Callable[[int], Awaitable[bytes]], *, cap: int = LINE_CAP,
+                        tail: int = CUT_TAIL, chunk: int = READ_CHUNK) -> AsyncGenerator[list[bytes], None]:
+    """Yield, after each read of a byte stream, the ``\n``-separated lines it completed (newline
+    removed, each whole, in order; a read that completes none yields nothing).
 
     Reading by chunks and splitting here (not ``readline``) is on purpose: asyncssh's
     ``readline`` hands over part of a line once its buffer reaches the channel window (2 MiB),
     asyncio's raises ``ValueError`` past 64 KiB. Memory stays under about ``cap + chunk`` bytes.
+    A read whose lines cannot pass the cap (the common case by far) is split by one
+    ``bytes.split``; a line that crosses reads is joined to its start.
 
     Args:
         read: ``read(n)`` returning up to ``n`` bytes, ``b""`` at end of stream (asyncssh's and
@@ -113,7 +153,11 @@ async def split_lines(read: Callable[[int], Awaitable[bytes]], *, cap: int = LIN
         tail, chunk: see above; bytes per ``read``.
 
     Yields:
-        Each line; a last line without a newline too (an empty one is not yielded).
+        A non-empty list of lines per read that ended one (empty lines included); at the end of
+        the stream a last line without a newline too (an empty one is not yielded).
+
+    Raises:
+        ValueError: unless ``0 < tail < cap``.
     """
     if not 0 < tail < cap:
         raise ValueError(f"need 0 < tail < cap, got tail={tail}, cap={cap}")
@@ -123,10 +167,24 @@ async def split_lines(read: Callable[[int], Awaitable[bytes]], *, cap: int = LIN
         data = await read(chunk)
         if not data:
             if cut is not None:
-                yield cut.line()
+                yield [cut.line()]
             elif buf:
-                yield bytes(buf)
+                yield [bytes(buf)]
             return
+        if cut is None and len(buf) + len(data) <= cap:
+            # No line of this read can pass the cap: split it at C speed.
+            if b"\n" not in data:
+                buf += data
+                continue
+            parts = data.split(b"\n")
+            if buf:
+                buf += parts[0]
+                parts[0] = bytes(buf)
+                buf.clear()
+            buf += parts.pop()
+            yield parts
+            continue
+        lines: list[bytes] = []
         start = 0
         while True:
             nl = data.find(b"\n", start)
@@ -140,14 +198,15 @@ async def split_lines(read: Callable[[int], Awaitable[bytes]], *, cap: int = LIN
                     buf = bytearray()
             if nl < 0:
                 break
-            line: bytes
             if cut is not None:
-                line, cut = cut.line(), None
+                lines.append(cut.line())
+                cut = None
             else:
-                line = bytes(buf)
+                lines.append(bytes(buf))
                 buf.clear()
-            yield line
             start = nl + 1
+        if lines:
+            yield lines
 
 
 class _Cutting:

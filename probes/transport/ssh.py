@@ -37,12 +37,12 @@ import contextlib
 import os
 import shlex
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import asyncssh
 
-from probes.transport.runner import Completed, ProbeError, split_lines
+from probes.transport.runner import Completed, ProbeError, split_batches
 from probes.transport.ssh_config import SshSettings
 from probes.transport.target import parse_target
 from probes.transport.ssh_connect import connect
@@ -225,11 +225,19 @@ class SshRunner:
     # --- stream --------------------------------------------------------------------------------
 
     async def stream(self, argv: Sequence[str]) -> AsyncIterator[bytes]:
-        """Start ``argv`` on the host and yield its stdout line by line, as the lines come.
+        """Start ``argv`` on the host and yield its stdout line by line, as the lines come: the
+        lines of :meth:`stream_batches`, one at a time (the same process handling, the same errors)."""
+        async with contextlib.aclosing(self.stream_batches(argv)) as batches:
+            async for batch in batches:
+                for line in batch:
+                    yield line
+
+    async def stream_batches(self, argv: Sequence[str]) -> AsyncGenerator[list[bytes], None]:
+        """Start ``argv`` on the host and yield, after each read of its stdout, the lines it completed.
 
         Lines are bytes with the ``\\n`` removed (invalid UTF-8 stays as it is), each whole up to
         :data:`~probes.data.cutline.LINE_CAP` bytes, a :class:`~probes.data.cutline.CutLine` past it
-        (:func:`~probes.transport.runner.split_lines`); stderr is discarded. The iterator ends when the
+        (:func:`~probes.transport.runner.split_batches`); stderr is discarded. The iterator ends when the
         command ends. When it is closed or cancelled early, when the runner closes, or when the
         connection drops, the remote process is ended (see the module docstring). Holds one
         channel slot until the remote process has exited.
@@ -255,9 +263,9 @@ class SshRunner:
                 except Exception as exc:
                     raise translate(exc, self.host) from None
 
-            async with contextlib.aclosing(split_lines(read)) as lines:
-                async for line in lines:
-                    yield line
+            async with contextlib.aclosing(split_batches(read)) as batches:
+                async for batch in batches:
+                    yield batch
             if self._closed:
                 raise ProbeError("closed", f"{self.host}: runner closed")
             if conn.is_closed():
