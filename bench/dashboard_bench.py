@@ -9,6 +9,7 @@ Usage::
     python3 bench/dashboard_bench.py --cases all --seconds 20 --code /work/main   # the same, on another checkout
     python3 bench/dashboard_bench.py --quick            # 5 s per run, for trying things
     python3 bench/dashboard_bench.py --profile OUT.pstats [--seconds 20]   # cProfile the UI run only
+    python3 bench/dashboard_bench.py --profile OUT.pstats --profile-run noui   # ... or the no-UI (or floor) run
 
 Every run is a fresh child process of this interpreter (``sys.executable``), one after the other,
 all of them watching ``--hosts`` simulated hosts (:class:`FloodRunner`), each host writing
@@ -525,7 +526,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-floor", action="store_true", help="skip the generator-only run")
     ap.add_argument("--json", metavar="OUT", help="where to write the report (default bench/out/dashboard_bench.json)")
     ap.add_argument("--profile", metavar="OUT.pstats",
-                    help="run only the UI child under cProfile (load window only) and print its top functions")
+                    help="run only one child (the UI run, or --profile-run) under cProfile (load window only) "
+                         "and print its top functions")
+    ap.add_argument("--profile-run", choices=("floor", "noui", "ui"), default="ui",
+                    help="the child --profile runs: ui (default), noui (the watchers alone) or floor (the "
+                         "load generator alone)")
     ap.add_argument("--child", choices=("floor", "noui", "ui"), help=argparse.SUPPRESS)
     ap.add_argument("--result", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -549,11 +554,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     if args.profile:
-        res = run_child("ui", args)
+        res = run_child(args.profile_run, args)
         import pstats
 
-        print(f"UI run under cProfile: {res['cpu_pct']:.1f} % of a core (profiler overhead included), "
-              f"{res['delivered']:,} lines, {res['repaints']} repaints")
+        print(f"{args.profile_run} run under cProfile: {res['cpu_pct']:.1f} % of a core (profiler overhead "
+              f"included), {res['delivered']:,} lines, {res['repaints']} repaints")
         st = pstats.Stats(args.profile)
         st.strip_dirs().sort_stats("tottime").print_stats(25)
         st.sort_stats("cumulative").print_stats(40)
