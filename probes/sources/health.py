@@ -369,8 +369,12 @@ class HealthSource:
         """Where to look now, or None when no port is known."""
         ctx = self.context
         spec = ctx.spec
-        log_port = ctx.log_reading().port
         engine = ctx.log_engine() if spec.engine is None else None
+        if spec.port or spec.health_url is not None:
+            # health_target does not read the log's port then: no reading is built for it
+            # (one a look a host, most of what this look cost before its request).
+            return health_target(spec, engine, None)
+        log_port = ctx.log_reading().port
         if (spec.port is None and spec.health_url is None and spec.engine is None
                 and engine is None and log_port is None):
             return None
