@@ -79,6 +79,11 @@ def _hex_id(*parts: object) -> str:
     return hashlib.blake2b("|".join(map(str, parts)).encode(), digest_size=16).hexdigest()
 
 
+def _wake(woken: asyncio.Future[None]) -> None:
+    if not woken.done():
+        woken.set_result(None)
+
+
 def _systemd_time(epoch: float) -> str:
     return time.strftime("%a %Y-%m-%d %H:%M:%S UTC", time.gmtime(int(epoch)))
 
@@ -131,6 +136,7 @@ class FloodRunner:
         self.sent = 0          # journal records sent
         self.gpu_rows = 0      # nvidia-smi rows sent
         self._closed = asyncio.Event()
+        self._sleepers: set[asyncio.Future[None]] = set()  # the waits of _until, woken by close()
         systemd, server = _load_templates()
         self._boot = _hex_id("boot", host)
         self._machine = _hex_id("machine", host)
@@ -328,14 +334,23 @@ class FloodRunner:
         raise ProbeError("command", f"{self.host}: {' '.join(argv[:3])} is not simulated")
 
     async def _until(self, deadline: float) -> bool:
-        """Sleep until perf_counter ``deadline``; False when the runner was closed meanwhile."""
+        """Sleep until perf_counter ``deadline``; False when the runner was closed meanwhile
+        (:meth:`close` wakes every sleeper at once).
+
+        (One future and one timer a wait, what ``asyncio.sleep`` costs: not ``wait_for`` on the
+        closed event, which made a task, a timer and a cancellation every wait, a cost of the
+        simulator that a real host's stream does not have.)"""
         delay = deadline - time.perf_counter()
         if delay > 0:
+            loop = asyncio.get_running_loop()
+            woken = loop.create_future()
+            timer = loop.call_later(delay, _wake, woken)
+            self._sleepers.add(woken)
             try:
-                await asyncio.wait_for(self._closed.wait(), delay)
-                return False
-            except TimeoutError:
-                pass
+                await woken
+            finally:
+                timer.cancel()
+                self._sleepers.discard(woken)
         else:
             # Late (the consumer is behind): still give the loop a turn between bursts, as a socket
             # delivers one read at a time, so one host catching up cannot hold the loop for seconds.
@@ -359,9 +374,14 @@ class FloodRunner:
         k = 0
         per_burst = self.rate * self.burst_s
         while self.sent < self.total:
+            due = min(self.total, int(round(per_burst * (k + 1))))
+            if due <= self.sent:
+                # Nothing to write in this burst (fewer lines a second than bursts): a real journal
+                # is silent then, so the host does not wake up for it either.
+                k += 1
+                continue
             if not await self._until(self.gate.t0 + k * self.burst_s):
                 return
-            due = min(self.total, int(round(per_burst * (k + 1))))
             burst = self._records(due - self.sent)
             self.sent += len(burst)
             if burst:
@@ -391,4 +411,7 @@ class FloodRunner:
 
     async def close(self) -> None:
         self._closed.set()
+        for woken in self._sleepers:
+            if not woken.done():
+                woken.set_result(None)
         await self._http.close()

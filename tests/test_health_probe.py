@@ -372,3 +372,31 @@ async def test_a_server_that_sends_an_endless_body_is_never_read_whole() -> None
     assert health.rung == "healthy" and health.status == 200
     assert health.detail.endswith("; not serving: /v1/models lists no model")
     assert written["/v1/models"] < 64 * MAX_BODY  # it hung up long before the server's own end
+
+
+async def test_the_health_request_is_built_once_per_client_and_answers_the_same() -> None:
+    # Each look sends the request it built the first time (building is most of httpx's cost),
+    # over a real socket, and reads the same rungs as requests built every time.
+    built: dict = {}
+    async with tiny_server([503, 200, 200]) as (base, paths), httpx.AsyncClient(base_url=base) as client:
+        looks = [await probe_health(client, NOW + i, built=built) for i in range(3)]
+        kept = dict(built)
+        again = await probe_health(client, NOW + 3, built=built)
+    assert [(h.rung, h.status) for h in looks + [again]] == [("http_unhealthy", 503), ("healthy", 200),
+                                                             ("healthy", 200), ("healthy", 200)]
+    assert list(kept) == [(HEALTH_PATH, 5.0)] and built[(HEALTH_PATH, 5.0)] is kept[(HEALTH_PATH, 5.0)]
+    assert paths == ["GET /health"] * 4
+
+
+async def test_a_cookie_the_server_sets_is_sent_back_with_a_kept_request() -> None:
+    seen: list[str | None] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("cookie"))
+        return httpx.Response(200, headers={"set-cookie": "route=b7; Path=/"})
+
+    built: dict = {}
+    async with client_for(handler) as client:
+        for i in range(3):
+            assert (await probe_health(client, NOW + i, built=built)).rung == "healthy"
+    assert seen == [None, "route=b7", "route=b7"]

@@ -26,7 +26,8 @@ from testhost import FIXTURES, TestHost
 from probes.sources import gpu_apps as gpu_apps_probe
 from probes.sources import unit as unit_probe
 from probes.clock import WallClock
-from probes.sources.gpu import QUERY_FIELDS, UnparsableValue, parse_query, parse_query_line, parse_query_row
+from probes.sources.gpu import QUERY_FIELDS, parse_query, parse_query_line, parse_query_row
+from probes.sources.gpu_cells import UnparsableValue
 from probes.sources.gpu_apps import COMPUTE_FIELDS, parse_compute_apps, read_compute_apps
 from probes.data.events import Unparsable
 from probes.spec import HostSpec

@@ -148,3 +148,36 @@ async def test_with_no_port_known_it_does_not_guess() -> None:
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+@pytest.mark.parametrize("port", [30000, None])
+@pytest.mark.parametrize("health_url", [None, "http://127.0.0.1:8080/ready?x=1"])
+@pytest.mark.parametrize("engine", ["sglang", None])
+def test_the_target_reads_the_log_only_when_it_needs_its_port(port: int | None, health_url: str | None,
+                                                              engine: str | None) -> None:
+    # A configured port or health URL makes the log's port moot: the look builds no reading of
+    # the log for it (the reader is the real one; its reading() is only counted), and the target is
+    # the one health_target gives with the log's port.
+    from probes.sources.health_target import health_target
+
+    clock, runner = ManualClock(1_741_436_938.0), CannedRunner()
+    spec = HostSpec("gpu-node-1", "sglang.service", ssh="gpu-node-1", port=port, health_url=health_url,
+                    engine=engine)
+    model = HostModel(spec.name, spec.unit, spec.engine)
+    source = HealthSource(SourceContext(spec, runner, clock, model))
+    readings = 0
+    real = model.reader.reading
+
+    def counted(ended: bool = False):  # type: ignore[no-untyped-def]
+        nonlocal readings
+        readings += 1
+        return real(ended)
+
+    model.reader.reading = counted  # type: ignore[method-assign]
+    target = source.target()
+    log_port = real().port
+    if port is None and health_url is None and engine is None:
+        assert target is None
+    else:
+        assert target == health_target(spec, model.log_engine() if engine is None else None, log_port)
+    assert readings == (0 if port is not None or health_url is not None else 1)

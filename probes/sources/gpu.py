@@ -22,6 +22,11 @@ an :class:`Unparsable` naming the column, so the caller can say "unparsable valu
 memory.used" while the other values keep updating. A row whose key cell (the index, a process's
 pid) is unusable raises :class:`UnparsableValue` (a ``ValueError``) with the same description.
 
+The cells (what means "no value", each column's range, a numeric cell read) are
+:mod:`probes.sources.gpu_cells`, shared with the process list. A row is read by one regex when it
+is plain (:func:`read_plain_row`: the rows drivers print), else cell by cell
+(:func:`read_row_cells`, every rule); both read a line the same.
+
 **NVML** (locally): :class:`probes.sources.nvml.NvmlSource`, sampled by the same loop
 (:class:`GpuSource`). The processes holding GPU memory: :mod:`probes.sources.gpu_apps`.
 
@@ -40,7 +45,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from probes.data.events import GpuReading, GpuSample, Unparsable
-from probes.hosttext import one_line
+from probes.sources.gpu_cells import (COLUMN_RANGES, MAX_GPU_INDEX, RESET_TOKEN, UnparsableValue, as_int,
+                                     cell_text, is_no_value, numeric_cell)
 from probes.sources.gpu_errors import GpuError, classify, classify_error
 from probes.sources.context import SourceContext
 from probes.transport.runner import ProbeError
@@ -58,38 +64,7 @@ QUERY_FIELDS: tuple[str, ...] = (
     "power.limit",
 )
 
-#: Cells that mean "no value" (compared without case). ``[GPU requires reset]`` is kept apart: it
-#: also sets the sample's note.
-NA_TOKENS = frozenset(
-    t.lower()
-    for t in (
-        "",
-        "N/A",
-        "[N/A]",
-        "[Not Supported]",
-        "[Unknown Error]",
-        "[Insufficient Permissions]",
-        "[Requested functionality has been deprecated]",
-        "ERR!",
-    )
-)
-#: The cell nvidia-smi prints in every device field of a GPU in a fault state (after an Xid).
-RESET_TOKEN = "[GPU requires reset]"
-
-_NUMBER_RE = re.compile(r"([-+]?\d+(?:\.\d+)?)(?:\s*(?:MiB|%|W|C|MHz))?", re.ASCII)
-#: A cell nvidia-smi writes instead of a value: a bracketed note (``[N/A]``, ``[Not Supported]``,
-#: and notes of drivers not seen yet).
-_BRACKET_RE = re.compile(r"\[[^\]]*\]")
 _UUID_RE = re.compile(r"(?:GPU|MIG)-[0-9A-Za-z-]+")
-
-
-class UnparsableValue(ValueError):
-    """A row whose key cell (``index``, ``pid``) holds a value no board prints: the row cannot be
-    used. ``problem`` (a :class:`~probes.data.events.Unparsable`) says which column and why."""
-
-    def __init__(self, problem: Unparsable) -> None:
-        super().__init__(problem.message)
-        self.problem = problem
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,21 +76,8 @@ class GpuRow:
     bad: tuple[Unparsable, ...] = ()
 
 
-#: Plausible ranges per numeric column (inclusive): a value outside is unparsable, not data.
-#: Memory: up to 2**40 MiB (an exbibyte); power: up to 100 kW; temperature: -100..300 °C.
-COLUMN_RANGES: dict[str, tuple[float, float]] = {
-    "memory.used": (0, 2**40),
-    "memory.total": (0, 2**40),
-    "utilization.gpu": (0, 100),
-    "temperature.gpu": (-100, 300),
-    "power.draw": (0, 100_000),
-    "power.limit": (0, 100_000),
-    "used_memory": (0, 2**40),
-}
-#: Largest GPU index read (nvidia-smi numbers boards from 0; no host has thousands).
-MAX_GPU_INDEX = 4096
-#: Largest PID read: Linux's ``PID_MAX_LIMIT`` (2**22).
-MAX_PID = 2**22
+#: :data:`COLUMN_RANGES` of the six value columns of :data:`QUERY_FIELDS`, in order.
+_VALUE_RANGES: tuple[tuple[float, float], ...] = tuple(COLUMN_RANGES[c] for c in QUERY_FIELDS[3:])
 
 
 def query_argv(loop_ms: int | None = None) -> list[str]:
@@ -145,7 +107,73 @@ def parse_query_line(line: str) -> GpuSample:
 
 
 def parse_query_row(line: str) -> GpuRow:
-    """Parse one row of the :func:`query_argv` query.
+    """Parse one row of the :func:`query_argv` query: :func:`read_plain_row` when the row is plain
+    (nearly every row a driver prints), else :func:`read_row_cells`; both give the same row for
+    the same line, and every rule is :func:`read_row_cells`'s.
+
+    Returns:
+        The GPU's sample and the values that could not be read.
+
+    Raises:
+        ValueError, UnparsableValue: as :func:`read_row_cells`.
+    """
+    return read_plain_row(line) or read_row_cells(line)
+
+
+#: A plain value cell: a number of at most 12 + 12 digits, no sign and no unit, or the two
+#: bracketed "no value" notes drivers print in place of a number.
+_PLAIN_VALUE = r"(\d{1,12}(?:\.\d{1,12})?|\[N/A\]|\[Not Supported\])"
+#: A plain row: index (at most 4 digits), a GPU/MIG uuid, a name without a comma, six plain
+#: values, every separator exactly ", " (``--format=csv,noheader,nounits`` as drivers print it).
+_PLAIN_ROW_RE = re.compile(r"(\d{1,4}), ((?:GPU|MIG)-[0-9A-Za-z-]+), ([^,]*), " + ", ".join([_PLAIN_VALUE] * 6),
+                           re.ASCII)
+_RESET_LOWER = RESET_TOKEN.lower()
+
+
+def read_plain_row(line: str) -> GpuRow | None:
+    """The fast path of :func:`parse_query_row`: a row of the plain shape (:data:`_PLAIN_ROW_RE`)
+    whose values are all in their columns' ranges, read with one regex match; None for any other
+    line (a row with units, odd spacing, a comma in the name, another note, a value out of range,
+    or not a row at all), which :func:`read_row_cells` then reads with every rule. For the lines it
+    reads, the row is equal to :func:`read_row_cells`'s (tests/test_gpu_plain_row.py).
+
+    Args:
+        line: one line of stdout, with or without its line end.
+    """
+    m = _PLAIN_ROW_RE.fullmatch(line.strip())
+    if m is None:
+        return None
+    index_cell, uuid, name_cell, *cells = m.groups()
+    index = int(index_cell)
+    if index > MAX_GPU_INDEX:
+        return None
+    values: list[float | None] = []
+    for cell, (lo, hi) in zip(cells, _VALUE_RANGES):
+        if cell[0] == "[":
+            values.append(None)
+            continue
+        value = float(cell)
+        if not lo <= value <= hi:
+            return None  # read_row_cells names it
+        values.append(value)
+    used, total, util, temp, power, limit = values
+    name = name_cell.strip()
+    return GpuRow(GpuSample(
+        index=index,
+        uuid=uuid,
+        name=name,
+        mem_used_mib=None if used is None else int(used),
+        mem_total_mib=None if total is None else int(total),
+        util_pct=None if util is None else int(util),
+        temp_c=None if temp is None else int(temp),
+        power_w=power,
+        power_limit_w=limit,
+        note=RESET_TOKEN if name.lower() == _RESET_LOWER else None,
+    ))
+
+
+def read_row_cells(line: str) -> GpuRow:
+    """Parse one row of the :func:`query_argv` query, cell by cell (every rule).
 
     Format of ``nvidia-smi --query-gpu=… --format=csv,noheader,nounits`` (nvidia-smi docs; drivers
     590/595): nine cells joined by ``", "``. Cells with units (``19818 MiB``, ``100 %``,
@@ -173,7 +201,7 @@ def parse_query_row(line: str) -> GpuRow:
         raise ValueError(f"not a --query-gpu row ({len(cells)} of {len(QUERY_FIELDS)} cells): {line.strip()[:80]!r}")
     index_cell, uuid_cell, *middle = cells[: len(cells) - 6]
     values = cells[len(cells) - 6:]
-    if not (_UUID_RE.fullmatch(uuid_cell) or _is_token(uuid_cell)):
+    if not (_UUID_RE.fullmatch(uuid_cell) or is_no_value(uuid_cell)):
         raise ValueError(f"not a --query-gpu row (uuid {uuid_cell[:40]!r}): {line.strip()[:80]!r}")
     if not (index_cell.isascii() and index_cell.isdigit()):
         raise ValueError(f"not a --query-gpu row (index {index_cell[:20]!r}): {line.strip()[:80]!r}")
@@ -228,52 +256,6 @@ def parse_query(text: str, time: float, *, returncode: int = 0) -> GpuReading:
         message, fatal = classify(text, returncode)
         raise GpuError(message, fatal)
     return GpuReading(time=time, gpus=tuple(sorted(gpus, key=lambda g: g.index)))
-
-
-# --- cells ------------------------------------------------------------------------------------------
-
-
-def _is_token(cell: str) -> bool:
-    """A "no value" cell (``[N/A]``, ``[GPU requires reset]``, …)."""
-    return cell.lower() in NA_TOKENS or cell.lower() == RESET_TOKEN.lower()
-
-
-def numeric_cell(cell: str, column: str, bad: list[Unparsable], gpu: int | None = None) -> float | None:
-    """A numeric cell of ``column``: the number (units allowed), None for a "no value" cell; a value
-    that is not a finite number in :data:`COLUMN_RANGES` is None and appended to ``bad``."""
-    if _is_token(cell) or _BRACKET_RE.fullmatch(cell):
-        return None
-    m = _NUMBER_RE.fullmatch(cell)
-    why = None
-    value = None
-    if m is None:
-        why = "not a number"
-    elif len(m.group(1)) > 40:  # float() would give inf past 309 digits, int() raise past 4300
-        why = f"{len(m.group(1))} digits"
-    else:
-        value = float(m.group(1))
-        lo, hi = COLUMN_RANGES[column]
-        if not lo <= value <= hi:
-            why = f"out of range {_num(lo)}..{_num(hi)}"
-    if why is not None:
-        bad.append(Unparsable(column, cell_text(cell), why, gpu))
-        return None
-    return value
-
-
-def _num(x: float) -> str:
-    """A range bound as written: ``0``, ``100``, ``1099511627776``, ``-0.5``."""
-    return str(int(x)) if float(x).is_integer() else str(x)
-
-
-def as_int(value: float | None) -> int | None:
-    """A checked cell as an int (the values are finite and in range: no OverflowError)."""
-    return None if value is None else int(value)
-
-
-def cell_text(cell: str, limit: int = 40) -> str:
-    """A cell as shown in a message: control characters dropped, cut to ``limit`` characters."""
-    return one_line(cell.strip(), max_chars=limit)
 
 
 # --- the loop ---------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from probes.data.events import GpuApps, GpuOrphan, GpuOrphans, GpuProcess, Unparsable
 from probes.sources.context import SourceContext
-from probes.sources.gpu import MAX_PID, as_int, cell_text, numeric_cell
+from probes.sources.gpu_cells import MAX_PID, as_int, cell_text, numeric_cell
 from probes.sources.gpu_errors import classify_error
 from probes.transport.runner import ProbeError
 

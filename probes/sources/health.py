@@ -75,6 +75,7 @@ async def probe_health(
     serving_check: bool = False,
     timeout_s: float = 5.0,
     path: str = HEALTH_PATH,
+    built: dict[tuple[str, float], httpx.Request] | None = None,
 ) -> Health:
     """Probe the server once. Never raises for an HTTP or transport failure.
 
@@ -86,6 +87,11 @@ async def probe_health(
             for one token (``POST /v1/completions``, ``max_tokens`` 1, temperature 0).
         timeout_s: limit in seconds for each request.
         path: the health endpoint's path (``/health``; a configured ``health_url``'s path).
+        built: this ``client``'s requests built so far, by (path, timeout_s)
+            (:attr:`HealthClient.built`): the ``GET path`` request is built once, kept there and
+            sent again on every probe (building one is most of what httpx spends on a request),
+            except while the client holds cookies (then built every time, so a cookie a server
+            set is sent back). None: built every time.
 
     Returns:
         The rung reached, with the ``/health`` status, a one-line ``detail`` and ``latency_s``
@@ -94,8 +100,17 @@ async def probe_health(
     began = _time.perf_counter()
     try:
         # Only the status is read: the body is never downloaded (a host could send gigabytes).
-        async with client.stream("GET", path, timeout=timeout_s) as response:
+        # (``client.stream("GET", ...)`` is these steps, with the request built every time.)
+        request = built.get((path, timeout_s)) if built is not None and not client.cookies else None
+        if request is None:
+            request = client.build_request("GET", path, timeout=timeout_s)
+            if built is not None:
+                built[(path, timeout_s)] = request
+        response = await client.send(request, stream=True)
+        try:
             status = response.status_code
+        finally:
+            await response.aclose()
     except Exception as exc:  # every failure is a rung, never a crash
         rung, detail = _failure(exc, timeout_s)
         return Health(time=time, rung=rung, detail=detail)
@@ -275,6 +290,8 @@ class HealthClient:
         self.runner = runner
         self.client: httpx.AsyncClient | None = None
         self.target: HealthTarget | None = None
+        #: the open client's requests built so far (:func:`probe_health`'s ``built``)
+        self.built: dict[tuple[str, float], httpx.Request] = {}
 
     async def open(self, target: HealthTarget) -> httpx.AsyncClient:
         """The client for ``target``: the open one, or a new one (the old one closed when the
@@ -304,6 +321,7 @@ class HealthClient:
     async def close(self) -> None:
         """Close the client (if any)."""
         client, self.client, self.target = self.client, None, None
+        self.built = {}
         if client is not None:
             await client.aclose()
 
@@ -351,8 +369,12 @@ class HealthSource:
         """Where to look now, or None when no port is known."""
         ctx = self.context
         spec = ctx.spec
-        log_port = ctx.log_reading().port
         engine = ctx.log_engine() if spec.engine is None else None
+        if spec.port or spec.health_url is not None:
+            # health_target does not read the log's port then: no reading is built for it
+            # (one a look a host, most of what this look cost before its request).
+            return health_target(spec, engine, None)
+        log_port = ctx.log_reading().port
         if (spec.port is None and spec.health_url is None and spec.engine is None
                 and engine is None and log_port is None):
             return None
@@ -404,7 +426,7 @@ class HealthSource:
                 now = ctx.clock.now()
                 previous = ctx.health()
                 check = self.serving.due(now, previous, ctx.cadence.serving_every_s)
-                h = await probe_health(client, now, serving_check=check, path=target.path)
+                h = await probe_health(client, now, serving_check=check, path=target.path, built=link.built)
                 if target.tunnel and h.status is None:
                     try:
                         if await self.link_down(h):
