@@ -15,6 +15,10 @@ needs (the last one, the last timestamped one, the last one with a full date).
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable
+from itertools import islice
+from probes.logs import blockscan
 from probes.logs.classify import Classifier
 from probes.logs.context import LineContext
 from probes.logs.engines.base import SCAN_CHARS, Matcher, words_of
@@ -46,6 +50,8 @@ _PROBE_ACCESS_RE = re.compile(r'"GET /(?:health|health_generate|ping|metrics|ver
                               r'get_model_info|model_info|get_server_info|server_info)\b[^"]*HTTP/[\d.]+"')
 #: Quiet lines kept before they are settled anyway (bounds the memory they hold).
 MAX_QUIET = 4096
+#: Lines :meth:`QuietLines.feed_lines` scans at once: at first, and at most.
+_FIRST_WINDOW, _LAST_WINDOW = 64, 4096
 
 #: A quiet line as it came: (line number, text, stamp and identifier given with it).
 QuietLine = tuple[int, str, "Stamp | None", "str | None"]
@@ -98,13 +104,54 @@ def is_probe_access(msg: str) -> bool:
     return '"GET /' in msg and _PROBE_ACCESS_RE.search(msg) is not None
 
 
-class Quiet:
-    """The quiet lines read since the last line that mattered, waiting to be :meth:`settle`-d."""
+class QuietRun:
+    """Quiet lines ``raws[start:stop]`` of a block, numbered from ``lineno`` (no stamp, no
+    identifier: plain text read by :meth:`QuietLines.feed_lines`); kept as the block's slice, no
+    Python per line."""
 
-    __slots__ = ("lines",)
+    __slots__ = ("lineno", "raws", "start", "stop")
+
+    def __init__(self, lineno: int, raws: list[bytes], start: int, stop: int) -> None:
+        self.lineno, self.raws, self.start, self.stop = lineno, raws, start, stop
+
+
+class Quiet:
+    """The quiet lines read since the last line that mattered, waiting to be :meth:`settle`-d:
+    ``lines`` in the order read, each one :data:`QuietLine` or a :class:`QuietRun` of many;
+    ``count`` lines in all, ``runs`` of them runs."""
+
+    __slots__ = ("lines", "count", "runs")
 
     def __init__(self) -> None:
-        self.lines: list[QuietLine] = []
+        self.lines: list[QuietLine | QuietRun] = []
+        self.count = self.runs = 0
+
+    def add_run(self, run: QuietRun) -> None:
+        """Keep a run of quiet lines (not empty)."""
+        self.lines.append(run)
+        self.count += run.stop - run.start
+        self.runs += 1
+
+    def _item(self) -> tuple[int, Callable[[int], QuietLine]]:
+        """How many lines are kept, and the ``k``-th of them (0-based) as a :data:`QuietLine`."""
+        entries = self.lines
+        if not self.runs:
+            return len(entries), entries.__getitem__  # type: ignore[return-value]  # no runs: all QuietLine
+        firsts: list[int] = []
+        n = 0
+        for e in entries:
+            firsts.append(n)
+            n += 1 if type(e) is tuple else e.stop - e.start  # type: ignore[union-attr]
+
+        def item(k: int) -> QuietLine:
+            j = bisect_right(firsts, k) - 1
+            e = entries[j]
+            if type(e) is tuple:
+                return e
+            assert isinstance(e, QuietRun)
+            off = k - firsts[j]
+            return e.lineno + off, e.raws[e.start + off].decode("utf-8", "replace"), None, None
+        return n, item
 
     def settle(self, numbered: bool, waiting: bool) -> tuple[Line, Line | None, list[tuple[int, Stamp]]]:
         """Empty the list (which must not be empty); returns what reading its lines one by one
@@ -113,24 +160,24 @@ class Quiet:
         None when there is none), and the ``(line, stamp)`` the timeline must see, in order: the
         first line with a full date (only when marks are ``waiting`` for one), the last one with a
         full date, the last timestamped one (duplicates dropped)."""
-        lines, self.lines = self.lines, []
+        n, item = self._item()
+        self.lines, self.count, self.runs = [], 0, 0
         cache: dict[int, Line] = {}
 
         def at(k: int) -> Line:
             ln = cache.get(k)
             if ln is None:
-                lineno, text, stamp, ident = lines[k]
+                lineno, text, stamp, ident = item(k)
                 ln = cache[k] = parse(lineno, text, stamp=stamp, ident=ident, numbered=numbered)
             return ln
 
         def stamped(k: int, year: bool) -> Stamp | None:
-            _, text, given, _ = lines[k]
+            _, text, given, _ = item(k)
             if given is None and (_YEAR_RE if year else _CLOCK_RE).search(text) is None:
                 return None  # no prefix can give this line a time (with a year)
             st = at(k).stamp
             return st if st is not None and (not year or st.year is not None) else None
 
-        n = len(lines)
         last = at(n - 1)
         shown = None
         for k in range(n - 1, -1, -1):
@@ -146,7 +193,7 @@ class Quiet:
         last_time = next(((k, st) for k in range(n - 1, -1, -1) if (st := stamped(k, False)) is not None), None)
         if last_time is not None and (not seen or seen[-1][0] != last_time[0]):
             seen.append(last_time)
-        return last, shown, [(lines[k][0], st) for k, st in seen]
+        return last, shown, [(item(k)[0], st) for k, st in seen]
 
 
 class QuietLines:
@@ -176,9 +223,94 @@ class QuietLines:
     #: a line not looked at is read the long way, with the same result).
     _skip: int
     _backoff: int
+    #: Lines :meth:`feed_lines` scans at once next (it doubles with each scan, up to
+    #: :data:`_LAST_WINDOW`, and starts again from :data:`_FIRST_WINDOW` for another matcher).
+    _window: int = _FIRST_WINDOW
 
     def _note_number(self, text: str) -> bool:
         raise NotImplementedError  # the reader's: grep -n numbers (True once the log is numbered)
+
+    def feed_bytes(self, raw: bytes, lineno: int | None = None) -> None:
+        raise NotImplementedError  # the reader's: one physical line
+
+    def feed_lines(self, lines: list[bytes]) -> None:
+        """Feed physical lines (bytes, each without its newline, numbered on from the last line),
+        with the same result as :meth:`~probes.logs.reader.StartupReader.feed_bytes` on each in
+        turn. While the reader is steady, one scan over a window of lines
+        (:class:`~probes.logs.blockscan.BlockScan`, when ``pyahocorasick`` is installed) finds
+        those that may matter: each is fed the one-line way, and the lines between are kept as
+        one :class:`QuietRun` each, no Python per line. While the reader is not steady, lines
+        are fed the one-line way; steady again with the same matcher, the scan's answer for the
+        lines after is still good (each line is scanned once per matcher)."""
+        feed = self.feed_bytes
+        if not blockscan.AVAILABLE:
+            for raw in lines:
+                feed(raw)
+            return
+        i, n = 0, len(lines)
+        window = self._window
+        scanned_for: Matcher | None = None  # the matcher of the last scan, which ends at line scanned_to
+        scanned_to = 0
+        hits: list[int] = []
+        only_digit: set[int] = set()
+        while i < n:
+            if self._unsteady:
+                self._steady = self._steady_matcher()
+                self._unsteady = False
+            matcher = self._steady
+            if matcher is None:
+                feed(lines[i])
+                i += 1
+                continue
+            if matcher is not scanned_for or i >= scanned_to:
+                if scanned_for is not None and matcher is not scanned_for:
+                    window = _FIRST_WINDOW  # another engine's matcher: it may not last
+                scanned_to = min(n, i + window)
+                hits, only_digit = blockscan.scan_for(matcher, _CUE_WORDS).may_matter(lines, i, scanned_to)
+                scanned_for = matcher
+                window = min(window * 2, _LAST_WINDOW)
+            for h in islice(hits, bisect_left(hits, i), None):  # the scan's hits from line i on
+                if h in only_digit and self._quiet_number(lines[h], h - i):
+                    continue  # quiet after all: one more line of the run
+                if h > i:
+                    self._quiet_run(lines, i, h)
+                self._skip = 1  # the scan has looked: the long way, without the one-line look
+                feed(lines[h])
+                i = h + 1
+                if self._unsteady:
+                    self._steady = self._steady_matcher()
+                    self._unsteady = False
+                    if self._steady is not matcher:
+                        break  # not steady, or another matcher: on the one-line way for now
+            else:
+                if scanned_to > i:
+                    self._quiet_run(lines, i, scanned_to)
+                i = scanned_to
+        self._window = window
+
+    def _quiet_number(self, raw: bytes, ahead: int) -> bool:
+        """:meth:`_quiet_line`'s number check for a line that begins with a digit and is
+        otherwise quiet (:meth:`feed_lines`; ``ahead``: the quiet lines before it not yet counted
+        in ``lines``). True: the line is quiet. False: it is to be read the long way; when the
+        check has found the log numbered, the next feed skips the quiet look, as the one-line way
+        goes on after it (as :meth:`feed_lines` feeds every line that may matter)."""
+        if self._numbered:
+            return True
+        if not (raw[1:2].isdigit() and raw[4:5] == b"-" and raw[7:8] == b"-"):
+            return False  # a grep -n number, perhaps: parse() decides
+        lines = self.lines
+        self.lines = lines + ahead + 1  # as the one-line way counts it (the check reads it)
+        numbered = self._note_number(raw.decode("ascii"))
+        self.lines = lines
+        return not numbered
+
+    def _quiet_run(self, lines: list[bytes], start: int, stop: int) -> None:
+        """Keep ``lines[start:stop]``, quiet (:meth:`feed_lines`), as one run."""
+        self._quiet.add_run(QuietRun(self.lines + 1, lines, start, stop))
+        self.lines += stop - start
+        self._skip = self._backoff = 0
+        if self._quiet.count >= MAX_QUIET:
+            self._settle()
 
     def _quiet_text(self, text: str, lineno: int | None, stamp: Stamp | None, ident: str | None,
                     invocation: str | None) -> bool:
@@ -212,9 +344,10 @@ class QuietLines:
                 return False  # a grep -n number, perhaps: parse() decides
             if self._note_number(text):
                 return False  # this line shows the log is grep -n output
-        quiet = self._quiet.lines
-        quiet.append((lineno, text, stamp, ident))
-        if len(quiet) >= MAX_QUIET:
+        quiet = self._quiet
+        quiet.lines.append((lineno, text, stamp, ident))
+        quiet.count += 1
+        if quiet.count >= MAX_QUIET:
             self._settle()
         return True
 
