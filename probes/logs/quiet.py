@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from itertools import islice
 from probes.logs import blockscan
 from probes.logs.classify import Classifier
@@ -43,6 +43,8 @@ _DOT_CUES = ("...", ".service")
 #: Every timestamp a prefix gives has a clock time; every one with a year holds one of these.
 _CLOCK_RE = re.compile(r"\d\d:\d\d:\d\d")
 _YEAR_RE = re.compile(r"\d{4}-\d\d-\d\d|\d\d/\d\d/\d{4}-")
+#: The same in a run's bytes (ASCII: the same matches).
+_CLOCK_RE_BYTES, _YEAR_RE_BYTES = re.compile(_CLOCK_RE.pattern.encode()), re.compile(_YEAR_RE.pattern.encode())
 #: A uvicorn access line for a probe's request (health checks, metrics, model list): every probe
 #: writes one into the unit's journal (Uvicorn's access log, as in
 #: tests/fixtures/logs-extra/sglang-ok-06-dockerdesktop.log), so it is never "the last meaningful line".
@@ -132,26 +134,28 @@ class Quiet:
         self.count += run.stop - run.start
         self.runs += 1
 
-    def _item(self) -> tuple[int, Callable[[int], QuietLine]]:
-        """How many lines are kept, and the ``k``-th of them (0-based) as a :data:`QuietLine`."""
+    def _spans(self) -> tuple[int, list[tuple[int, QuietLine | QuietRun]], Callable[[int], QuietLine]]:
+        """How many lines are kept; each entry of ``lines`` with the index of its first line; and
+        the ``k``-th line (0-based) as a :data:`QuietLine`."""
         entries = self.lines
+        spans: list[tuple[int, QuietLine | QuietRun]] = []
         if not self.runs:
-            return len(entries), entries.__getitem__  # type: ignore[return-value]  # no runs: all QuietLine
+            return len(entries), list(enumerate(entries)), entries.__getitem__  # type: ignore[return-value]
         firsts: list[int] = []
         n = 0
         for e in entries:
             firsts.append(n)
-            n += 1 if type(e) is tuple else e.stop - e.start  # type: ignore[union-attr]
+            spans.append((n, e))
+            n += e.stop - e.start if isinstance(e, QuietRun) else 1
 
         def item(k: int) -> QuietLine:
             j = bisect_right(firsts, k) - 1
             e = entries[j]
-            if type(e) is tuple:
+            if not isinstance(e, QuietRun):
                 return e
-            assert isinstance(e, QuietRun)
             off = k - firsts[j]
             return e.lineno + off, e.raws[e.start + off].decode("utf-8", "replace"), None, None
-        return n, item
+        return n, spans, item
 
     def settle(self, numbered: bool, waiting: bool) -> tuple[Line, Line | None, list[tuple[int, Stamp]]]:
         """Empty the list (which must not be empty); returns what reading its lines one by one
@@ -159,8 +163,9 @@ class Quiet:
         whose message would become the reader's last line (not blank, not a probe's access line;
         None when there is none), and the ``(line, stamp)`` the timeline must see, in order: the
         first line with a full date (only when marks are ``waiting`` for one), the last one with a
-        full date, the last timestamped one (duplicates dropped)."""
-        n, item = self._item()
+        full date, the last timestamped one (duplicates dropped). In a :class:`QuietRun`, only
+        the lines a date or a time is found in (one regex search over the run) are parsed for it."""
+        n, spans, item = self._spans()
         self.lines, self.count, self.runs = [], 0, 0
         cache: dict[int, Line] = {}
 
@@ -178,6 +183,19 @@ class Quiet:
             st = at(k).stamp
             return st if st is not None and (not year or st.year is not None) else None
 
+        def found(year: bool, backward: bool) -> Iterator[tuple[int, Stamp]]:
+            rx = _YEAR_RE_BYTES if year else _CLOCK_RE_BYTES
+            for first, e in reversed(spans) if backward else spans:
+                if not isinstance(e, QuietRun):
+                    if (st := stamped(first, year)) is not None:
+                        yield first, st
+                    continue
+                raws = e.raws[e.start:e.stop]
+                for off in _lines_found(rx, raws[::-1] if backward else raws):
+                    k = first + (len(raws) - 1 - off if backward else off)
+                    if (st := stamped(k, year)) is not None:
+                        yield k, st
+
         last = at(n - 1)
         shown = None
         for k in range(n - 1, -1, -1):
@@ -186,14 +204,28 @@ class Quiet:
                 shown = ln
                 break
         seen: list[tuple[int, Stamp]] = []
-        last_year = next(((k, st) for k in range(n - 1, -1, -1) if (st := stamped(k, True)) is not None), None)
+        last_year = next(found(True, True), None)
         if last_year is not None:
-            first_year = next((k, st) for k in range(n) if (st := stamped(k, True)) is not None) if waiting else last_year
+            first_year = next(found(True, False)) if waiting else last_year
             seen += [first_year] if first_year[0] == last_year[0] else [first_year, last_year]
-        last_time = next(((k, st) for k in range(n - 1, -1, -1) if (st := stamped(k, False)) is not None), None)
+        last_time = next(found(False, True), None)
         if last_time is not None and (not seen or seen[-1][0] != last_time[0]):
             seen.append(last_time)
         return last, shown, [(item(k)[0], st) for k, st in seen]
+
+
+def _lines_found(rx: re.Pattern[bytes], raws: list[bytes]) -> Iterator[int]:
+    """The indices of the lines of ``raws`` that ``rx`` (which matches no newline) finds, in
+    order: one search over the lines joined."""
+    blob = b"\n".join(raws)
+    pos = line = 0
+    while (m := rx.search(blob, pos)) is not None:
+        line += blob.count(b"\n", pos, m.start())
+        yield line
+        nl = blob.find(b"\n", m.end())
+        if nl < 0:
+            return
+        pos, line = nl + 1, line + 1
 
 
 class QuietLines:
@@ -239,9 +271,10 @@ class QuietLines:
         turn. While the reader is steady, one scan over a window of lines
         (:class:`~probes.logs.blockscan.BlockScan`, when ``pyahocorasick`` is installed) finds
         those that may matter: each is fed the one-line way, and the lines between are kept as
-        one :class:`QuietRun` each, no Python per line. While the reader is not steady, lines
-        are fed the one-line way; steady again with the same matcher, the scan's answer for the
-        lines after is still good (each line is scanned once per matcher)."""
+        one :class:`QuietRun` each, no Python per line. After a line that mattered, lines are fed
+        the one-line way until one is quiet (the reader is steady again); with the same matcher,
+        the scan's answer for the lines after it is still good (a line is scanned once per
+        matcher)."""
         feed = self.feed_bytes
         if not blockscan.AVAILABLE:
             for raw in lines:
@@ -254,11 +287,10 @@ class QuietLines:
         hits: list[int] = []
         only_digit: set[int] = set()
         while i < n:
-            if self._unsteady:
-                self._steady = self._steady_matcher()
-                self._unsteady = False
-            matcher = self._steady
+            matcher = None if self._unsteady else self._steady
             if matcher is None:
+                # Not steady, or not known to be since a line mattered: the one-line way, whose
+                # look (with its backoff, _skip) finds the reader steady again at a quiet line.
                 feed(lines[i])
                 i += 1
                 continue
@@ -278,10 +310,7 @@ class QuietLines:
                 feed(lines[h])
                 i = h + 1
                 if self._unsteady:
-                    self._steady = self._steady_matcher()
-                    self._unsteady = False
-                    if self._steady is not matcher:
-                        break  # not steady, or another matcher: on the one-line way for now
+                    break  # it mattered: on the one-line way until a line is quiet again
             else:
                 if scanned_to > i:
                     self._quiet_run(lines, i, scanned_to)
