@@ -258,6 +258,14 @@ class QuietLines:
     #: Lines :meth:`feed_lines` scans at once next (it doubles with each scan, up to
     #: :data:`_LAST_WINDOW`, and starts again from :data:`_FIRST_WINDOW` for another matcher).
     _window: int = _FIRST_WINDOW
+    #: Lines the last scan kept quiet, of the lines it scanned: when it kept fewer than half, the
+    #: next :data:`_FIRST_WINDOW`, then twice as many ... (at most :data:`_LAST_WINDOW`) lines are
+    #: fed the one-line way before a scan again (a start's lines mostly matter: the scan would
+    #: cost more than it saves).
+    _scan_kept: int = 0
+    _scan_cost: int = 0
+    _scan_defer: int = 0
+    _scan_backoff: int = 0
 
     def _note_number(self, text: str) -> bool:
         raise NotImplementedError  # the reader's: grep -n numbers (True once the log is numbered)
@@ -274,7 +282,8 @@ class QuietLines:
         one :class:`QuietRun` each, no Python per line. After a line that mattered, lines are fed
         the one-line way until one is quiet (the reader is steady again); with the same matcher,
         the scan's answer for the lines after it is still good (a line is scanned once per
-        matcher)."""
+        matcher). ``lines`` is kept, not copied, until its quiet lines are settled: the caller
+        must not change it after."""
         feed = self.feed_bytes
         if not blockscan.AVAILABLE:
             for raw in lines:
@@ -295,10 +304,22 @@ class QuietLines:
                 i += 1
                 continue
             if matcher is not scanned_for or i >= scanned_to:
+                if self._scan_defer:  # the last scans kept too few lines quiet to pay for themselves
+                    self._scan_defer -= 1
+                    feed(lines[i])
+                    i += 1
+                    continue
+                if 2 * self._scan_kept < self._scan_cost:
+                    self._scan_defer = self._scan_backoff = min(self._scan_backoff * 2, _LAST_WINDOW) or _FIRST_WINDOW
+                    self._scan_kept = self._scan_cost = 0
+                    window = _FIRST_WINDOW  # then a small scan to try again
+                    continue
+                self._scan_backoff = 0
                 if scanned_for is not None and matcher is not scanned_for:
                     window = _FIRST_WINDOW  # another engine's matcher: it may not last
                 scanned_to = min(n, i + window)
                 hits, only_digit = blockscan.scan_for(matcher, _CUE_WORDS).may_matter(lines, i, scanned_to)
+                self._scan_kept, self._scan_cost = 0, scanned_to - i
                 scanned_for = matcher
                 window = min(window * 2, _LAST_WINDOW)
             for h in islice(hits, bisect_left(hits, i), None):  # the scan's hits from line i on
@@ -337,6 +358,7 @@ class QuietLines:
         """Keep ``lines[start:stop]``, quiet (:meth:`feed_lines`), as one run."""
         self._quiet.add_run(QuietRun(self.lines + 1, lines, start, stop))
         self.lines += stop - start
+        self._scan_kept += stop - start
         self._skip = self._backoff = 0
         if self._quiet.count >= MAX_QUIET:
             self._settle()

@@ -275,7 +275,7 @@ class Matcher:
             return False
         literals = self._literals
         for key in keys.intersection(words):
-            need = literals.get(key, ())
+            need = literals.get(key, ())  # required(key), without the call (the per-line hot path)
             if need == ():
                 need = literals[key] = self._required(key)
             if need is None:
