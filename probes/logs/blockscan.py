@@ -31,6 +31,7 @@ from __future__ import annotations
 import operator
 from bisect import bisect_right
 from itertools import accumulate, compress
+from probes.hosttext import ASCII_UNPRINTABLE
 from probes.logs.engines.base import SCAN_CHARS, WORD_BYTES, Matcher
 
 try:
@@ -46,7 +47,7 @@ _CUE_TEXTS = ("Error", "Exception", "{", "| ", "$", "@",
               "/s]", "/s,", "s/it", "it/s", "B/s", "://", "[pod/", "...", ".service")
 #: What the per-line path reads the long way: control characters but the newline (a line that
 #: is not ASCII, or is empty, is found by its own test, :meth:`BlockScan.may_matter`).
-_CONTROLS = (*(bytes([c]) for c in range(32) if c != 10), b"\x7f")
+_CONTROLS = tuple(bytes([c]) for c in ASCII_UNPRINTABLE)
 #: A line that begins with a digit (a ``grep -n`` number, perhaps; or a date the reader's number
 #: check lets through: :meth:`~probes.logs.quiet.QuietLines.feed_lines` looks at these itself).
 _DIGIT_STARTS = tuple(b"\n" + d.encode() for d in "0123456789")
