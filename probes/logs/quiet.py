@@ -305,9 +305,11 @@ class QuietLines:
                 continue
             if matcher is not scanned_for or i >= scanned_to:
                 if self._scan_defer:  # the last scans kept too few lines quiet to pay for themselves
-                    self._scan_defer -= 1
-                    feed(lines[i])
-                    i += 1
+                    stop = min(n, i + self._scan_defer)
+                    for raw in islice(lines, i, stop):
+                        feed(raw)
+                    self._scan_defer -= stop - i
+                    i = stop
                     continue
                 if 2 * self._scan_kept < self._scan_cost:
                     self._scan_defer = self._scan_backoff = min(self._scan_backoff * 2, _LAST_WINDOW) or _FIRST_WINDOW
