@@ -10,13 +10,11 @@ set -euo pipefail
 dir=$1; log=$2; py=${3:-python3}
 n=$(wc -l < "$log"); half=$((n / 2))
 first=$(mktemp); head -n "$half" "$log" > "$first"
+# read_path, as `upwatch replay` reads a file (since the block path, StartupReader.feed_lines over
+# iter_blocks; before it, feed_bytes over iter_lines).
 feed='import sys; sys.path.insert(0, sys.argv[1])
-from probes.logs.reader import StartupReader
-from probes.sources.logfile import iter_lines
-r = StartupReader()
-with open(sys.argv[2], "rb") as f:
-    for raw in iter_lines(f): r.feed_bytes(raw)
-r.reading(ended=True)'
+from probes.sources.logfile import read_path
+read_path(sys.argv[2])'
 ir() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$py" -c "$feed" "$dir" "$1" 2>&1 | awk '/Collected/ {print $4}'; }
 a=$(ir "$first"); b=$(ir "$log")
 rm -f "$first"

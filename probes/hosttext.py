@@ -51,6 +51,10 @@ __all__ = ["RAW_LIMIT", "clean_chars", "json_text", "lines", "one_line", "strip_
 
 #: Longest input :func:`one_line` looks at, in characters; the rest is never scanned.
 RAW_LIMIT = 64 * 1024
+#: The ASCII bytes ``str.isprintable`` refuses but the newline that ends a line: the C0 controls
+#: (tab, ``\r`` and ESC among them) and DEL. A line with one is read the long way by the reader's
+#: block scan (:mod:`probes.logs.blockscan`).
+ASCII_UNPRINTABLE = bytes([*range(10), *range(11, 32), 127])
 TAB = "    "
 
 # What a control string's payload may hold: anything but a control character (C0, DEL, C1), so a

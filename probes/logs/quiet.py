@@ -15,6 +15,10 @@ needs (the last one, the last timestamped one, the last one with a full date).
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterator
+from itertools import islice
+from probes.logs import blockscan
 from probes.logs.classify import Classifier
 from probes.logs.context import LineContext
 from probes.logs.engines.base import SCAN_CHARS, Matcher, words_of
@@ -39,6 +43,8 @@ _DOT_CUES = ("...", ".service")
 #: Every timestamp a prefix gives has a clock time; every one with a year holds one of these.
 _CLOCK_RE = re.compile(r"\d\d:\d\d:\d\d")
 _YEAR_RE = re.compile(r"\d{4}-\d\d-\d\d|\d\d/\d\d/\d{4}-")
+#: The same in a run's bytes (ASCII: the same matches).
+_CLOCK_RE_BYTES, _YEAR_RE_BYTES = re.compile(_CLOCK_RE.pattern.encode()), re.compile(_YEAR_RE.pattern.encode())
 #: A uvicorn access line for a probe's request (health checks, metrics, model list): every probe
 #: writes one into the unit's journal (Uvicorn's access log, as in
 #: tests/fixtures/logs-extra/sglang-ok-06-dockerdesktop.log), so it is never "the last meaningful line".
@@ -46,6 +52,8 @@ _PROBE_ACCESS_RE = re.compile(r'"GET /(?:health|health_generate|ping|metrics|ver
                               r'get_model_info|model_info|get_server_info|server_info)\b[^"]*HTTP/[\d.]+"')
 #: Quiet lines kept before they are settled anyway (bounds the memory they hold).
 MAX_QUIET = 4096
+#: Lines :meth:`QuietLines.feed_lines` scans at once: at first, and at most.
+_FIRST_WINDOW, _LAST_WINDOW = 64, 4096
 
 #: A quiet line as it came: (line number, text, stamp and identifier given with it).
 QuietLine = tuple[int, str, "Stamp | None", "str | None"]
@@ -98,13 +106,56 @@ def is_probe_access(msg: str) -> bool:
     return '"GET /' in msg and _PROBE_ACCESS_RE.search(msg) is not None
 
 
-class Quiet:
-    """The quiet lines read since the last line that mattered, waiting to be :meth:`settle`-d."""
+class QuietRun:
+    """Quiet lines ``raws[start:stop]`` of a block, numbered from ``lineno`` (no stamp, no
+    identifier: plain text read by :meth:`QuietLines.feed_lines`); kept as the block's slice, no
+    Python per line."""
 
-    __slots__ = ("lines",)
+    __slots__ = ("lineno", "raws", "start", "stop")
+
+    def __init__(self, lineno: int, raws: list[bytes], start: int, stop: int) -> None:
+        self.lineno, self.raws, self.start, self.stop = lineno, raws, start, stop
+
+
+class Quiet:
+    """The quiet lines read since the last line that mattered, waiting to be :meth:`settle`-d:
+    ``lines`` in the order read, each one :data:`QuietLine` or a :class:`QuietRun` of many;
+    ``count`` lines in all, ``runs`` of them runs."""
+
+    __slots__ = ("lines", "count", "runs")
 
     def __init__(self) -> None:
-        self.lines: list[QuietLine] = []
+        self.lines: list[QuietLine | QuietRun] = []
+        self.count = self.runs = 0
+
+    def add_run(self, run: QuietRun) -> None:
+        """Keep a run of quiet lines (not empty)."""
+        self.lines.append(run)
+        self.count += run.stop - run.start
+        self.runs += 1
+
+    def _spans(self) -> tuple[int, list[tuple[int, QuietLine | QuietRun]], Callable[[int], QuietLine]]:
+        """How many lines are kept; each entry of ``lines`` with the index of its first line; and
+        the ``k``-th line (0-based) as a :data:`QuietLine`."""
+        entries = self.lines
+        spans: list[tuple[int, QuietLine | QuietRun]] = []
+        if not self.runs:
+            return len(entries), list(enumerate(entries)), entries.__getitem__  # type: ignore[return-value]
+        firsts: list[int] = []
+        n = 0
+        for e in entries:
+            firsts.append(n)
+            spans.append((n, e))
+            n += e.stop - e.start if isinstance(e, QuietRun) else 1
+
+        def item(k: int) -> QuietLine:
+            j = bisect_right(firsts, k) - 1
+            e = entries[j]
+            if not isinstance(e, QuietRun):
+                return e
+            off = k - firsts[j]
+            return e.lineno + off, e.raws[e.start + off].decode("utf-8", "replace"), None, None
+        return n, spans, item
 
     def settle(self, numbered: bool, waiting: bool) -> tuple[Line, Line | None, list[tuple[int, Stamp]]]:
         """Empty the list (which must not be empty); returns what reading its lines one by one
@@ -112,25 +163,39 @@ class Quiet:
         whose message would become the reader's last line (not blank, not a probe's access line;
         None when there is none), and the ``(line, stamp)`` the timeline must see, in order: the
         first line with a full date (only when marks are ``waiting`` for one), the last one with a
-        full date, the last timestamped one (duplicates dropped)."""
-        lines, self.lines = self.lines, []
+        full date, the last timestamped one (duplicates dropped). In a :class:`QuietRun`, only
+        the lines a date or a time is found in (one regex search over the run) are parsed for it."""
+        n, spans, item = self._spans()
+        self.lines, self.count, self.runs = [], 0, 0
         cache: dict[int, Line] = {}
 
         def at(k: int) -> Line:
             ln = cache.get(k)
             if ln is None:
-                lineno, text, stamp, ident = lines[k]
+                lineno, text, stamp, ident = item(k)
                 ln = cache[k] = parse(lineno, text, stamp=stamp, ident=ident, numbered=numbered)
             return ln
 
         def stamped(k: int, year: bool) -> Stamp | None:
-            _, text, given, _ = lines[k]
+            _, text, given, _ = item(k)
             if given is None and (_YEAR_RE if year else _CLOCK_RE).search(text) is None:
                 return None  # no prefix can give this line a time (with a year)
             st = at(k).stamp
             return st if st is not None and (not year or st.year is not None) else None
 
-        n = len(lines)
+        def found(year: bool, backward: bool) -> Iterator[tuple[int, Stamp]]:
+            rx = _YEAR_RE_BYTES if year else _CLOCK_RE_BYTES
+            for first, e in reversed(spans) if backward else spans:
+                if not isinstance(e, QuietRun):
+                    if (st := stamped(first, year)) is not None:
+                        yield first, st
+                    continue
+                raws = e.raws[e.start:e.stop]
+                for off in _lines_found(rx, raws[::-1] if backward else raws):
+                    k = first + (len(raws) - 1 - off if backward else off)
+                    if (st := stamped(k, year)) is not None:
+                        yield k, st
+
         last = at(n - 1)
         shown = None
         for k in range(n - 1, -1, -1):
@@ -139,14 +204,28 @@ class Quiet:
                 shown = ln
                 break
         seen: list[tuple[int, Stamp]] = []
-        last_year = next(((k, st) for k in range(n - 1, -1, -1) if (st := stamped(k, True)) is not None), None)
+        last_year = next(found(True, True), None)
         if last_year is not None:
-            first_year = next((k, st) for k in range(n) if (st := stamped(k, True)) is not None) if waiting else last_year
+            first_year = next(found(True, False)) if waiting else last_year
             seen += [first_year] if first_year[0] == last_year[0] else [first_year, last_year]
-        last_time = next(((k, st) for k in range(n - 1, -1, -1) if (st := stamped(k, False)) is not None), None)
+        last_time = next(found(False, True), None)
         if last_time is not None and (not seen or seen[-1][0] != last_time[0]):
             seen.append(last_time)
-        return last, shown, [(lines[k][0], st) for k, st in seen]
+        return last, shown, [(item(k)[0], st) for k, st in seen]
+
+
+def _lines_found(rx: re.Pattern[bytes], raws: list[bytes]) -> Iterator[int]:
+    """The indices of the lines of ``raws`` that ``rx`` (which matches no newline) finds, in
+    order: one search over the lines joined."""
+    blob = b"\n".join(raws)
+    pos = line = 0
+    while (m := rx.search(blob, pos)) is not None:
+        line += blob.count(b"\n", pos, m.start())
+        yield line
+        nl = blob.find(b"\n", m.end())
+        if nl < 0:
+            return
+        pos, line = nl + 1, line + 1
 
 
 class QuietLines:
@@ -176,9 +255,115 @@ class QuietLines:
     #: a line not looked at is read the long way, with the same result).
     _skip: int
     _backoff: int
+    #: Lines :meth:`feed_lines` scans at once next (it doubles with each scan, up to
+    #: :data:`_LAST_WINDOW`, and starts again from :data:`_FIRST_WINDOW` for another matcher).
+    _window: int = _FIRST_WINDOW
+    #: Lines the last scan kept quiet, of the lines it scanned: when it kept fewer than half, the
+    #: next :data:`_FIRST_WINDOW`, then twice as many ... (at most :data:`_LAST_WINDOW`) lines are
+    #: fed the one-line way before a scan again (a start's lines mostly matter: the scan would
+    #: cost more than it saves).
+    _scan_kept: int = 0
+    _scan_cost: int = 0
+    _scan_defer: int = 0
+    _scan_backoff: int = 0
 
     def _note_number(self, text: str) -> bool:
         raise NotImplementedError  # the reader's: grep -n numbers (True once the log is numbered)
+
+    def feed_bytes(self, raw: bytes, lineno: int | None = None) -> None:
+        raise NotImplementedError  # the reader's: one physical line
+
+    def feed_lines(self, lines: list[bytes]) -> None:
+        """Feed physical lines (bytes, each without its newline, numbered on from the last line),
+        with the same result as :meth:`~probes.logs.reader.StartupReader.feed_bytes` on each in
+        turn. While the reader is steady, one scan over a window of lines
+        (:class:`~probes.logs.blockscan.BlockScan`, when ``pyahocorasick`` is installed) finds
+        those that may matter: each is fed the one-line way, and the lines between are kept as
+        one :class:`QuietRun` each, no Python per line. After a line that mattered, lines are fed
+        the one-line way until one is quiet (the reader is steady again); with the same matcher,
+        the scan's answer for the lines after it is still good (a line is scanned once per
+        matcher). ``lines`` is kept, not copied, until its quiet lines are settled: the caller
+        must not change it after."""
+        feed = self.feed_bytes
+        if not blockscan.AVAILABLE:
+            for raw in lines:
+                feed(raw)
+            return
+        i, n = 0, len(lines)
+        window = self._window
+        scanned_for: Matcher | None = None  # the matcher of the last scan, which ends at line scanned_to
+        scanned_to = 0
+        hits: list[int] = []
+        only_digit: set[int] = set()
+        while i < n:
+            matcher = None if self._unsteady else self._steady
+            if matcher is None:
+                # Not steady, or not known to be since a line mattered: the one-line way, whose
+                # look (with its backoff, _skip) finds the reader steady again at a quiet line.
+                feed(lines[i])
+                i += 1
+                continue
+            if matcher is not scanned_for or i >= scanned_to:
+                if self._scan_defer:  # the last scans kept too few lines quiet to pay for themselves
+                    stop = min(n, i + self._scan_defer)
+                    for raw in islice(lines, i, stop):
+                        feed(raw)
+                    self._scan_defer -= stop - i
+                    i = stop
+                    continue
+                if 2 * self._scan_kept < self._scan_cost:
+                    self._scan_defer = self._scan_backoff = min(self._scan_backoff * 2, _LAST_WINDOW) or _FIRST_WINDOW
+                    self._scan_kept = self._scan_cost = 0
+                    window = _FIRST_WINDOW  # then a small scan to try again
+                    continue
+                self._scan_backoff = 0
+                if scanned_for is not None and matcher is not scanned_for:
+                    window = _FIRST_WINDOW  # another engine's matcher: it may not last
+                scanned_to = min(n, i + window)
+                hits, only_digit = blockscan.scan_for(matcher, _CUE_WORDS).may_matter(lines, i, scanned_to)
+                self._scan_kept, self._scan_cost = 0, scanned_to - i
+                scanned_for = matcher
+                window = min(window * 2, _LAST_WINDOW)
+            for h in islice(hits, bisect_left(hits, i), None):  # the scan's hits from line i on
+                if h in only_digit and self._quiet_number(lines[h], h - i):
+                    continue  # quiet after all: one more line of the run
+                if h > i:
+                    self._quiet_run(lines, i, h)
+                self._skip = 1  # the scan has looked: the long way, without the one-line look
+                feed(lines[h])
+                i = h + 1
+                if self._unsteady:
+                    break  # it mattered: on the one-line way until a line is quiet again
+            else:
+                if scanned_to > i:
+                    self._quiet_run(lines, i, scanned_to)
+                i = scanned_to
+        self._window = window
+
+    def _quiet_number(self, raw: bytes, ahead: int) -> bool:
+        """:meth:`_quiet_line`'s number check for a line that begins with a digit and is
+        otherwise quiet (:meth:`feed_lines`; ``ahead``: the quiet lines before it not yet counted
+        in ``lines``). True: the line is quiet. False: it is to be read the long way; when the
+        check has found the log numbered, the next feed skips the quiet look, as the one-line way
+        goes on after it (as :meth:`feed_lines` feeds every line that may matter)."""
+        if self._numbered:
+            return True
+        if not (raw[1:2].isdigit() and raw[4:5] == b"-" and raw[7:8] == b"-"):
+            return False  # a grep -n number, perhaps: parse() decides
+        lines = self.lines
+        self.lines = lines + ahead + 1  # as the one-line way counts it (the check reads it)
+        numbered = self._note_number(raw.decode("ascii"))
+        self.lines = lines
+        return not numbered
+
+    def _quiet_run(self, lines: list[bytes], start: int, stop: int) -> None:
+        """Keep ``lines[start:stop]``, quiet (:meth:`feed_lines`), as one run."""
+        self._quiet.add_run(QuietRun(self.lines + 1, lines, start, stop))
+        self.lines += stop - start
+        self._scan_kept += stop - start
+        self._skip = self._backoff = 0
+        if self._quiet.count >= MAX_QUIET:
+            self._settle()
 
     def _quiet_text(self, text: str, lineno: int | None, stamp: Stamp | None, ident: str | None,
                     invocation: str | None) -> bool:
@@ -212,9 +397,10 @@ class QuietLines:
                 return False  # a grep -n number, perhaps: parse() decides
             if self._note_number(text):
                 return False  # this line shows the log is grep -n output
-        quiet = self._quiet.lines
-        quiet.append((lineno, text, stamp, ident))
-        if len(quiet) >= MAX_QUIET:
+        quiet = self._quiet
+        quiet.lines.append((lineno, text, stamp, ident))
+        quiet.count += 1
+        if quiet.count >= MAX_QUIET:
             self._settle()
         return True
 

@@ -41,8 +41,9 @@ class LogReadError(Exception):
     """The log could not be read at all; ``str()`` is one line for the operator."""
 
 
-def iter_lines(stream: IO[bytes]) -> Iterator[bytes]:
-    """Yield the physical lines of a binary stream without their ``\\n`` (``\\r`` is kept).
+def iter_blocks(stream: IO[bytes]) -> Iterator[list[bytes]]:
+    """Yield the physical lines of a binary stream without their ``\\n`` (``\\r`` is kept), as
+    lists: the lines of each block read (:func:`iter_lines` yields them one by one).
 
     Memory stays bounded whatever the input:
 
@@ -61,21 +62,27 @@ def iter_lines(stream: IO[bytes]) -> Iterator[bytes]:
         block = read(_BLOCK)
         if not block:
             if pending:
-                yield pending  # the last line, without a newline
+                yield [pending]  # the last line, without a newline
             return
         data = pending + block if pending else block
         lines = data.split(b"\n")
         pending = lines.pop()  # the line not ended yet
-        for line in lines:
-            if len(line) >= MAX_READ:
-                yield next(_readline_lines(io.BytesIO(line + b"\n").readline))
-            else:
-                yield line
+        if len(data) >= MAX_READ:
+            lines = [next(_readline_lines(io.BytesIO(line + b"\n").readline)) if len(line) >= MAX_READ else line
+                     for line in lines]
         if len(pending) >= MAX_READ:
             # A line longer than the reading bound, its end not yet read: the rest of it is read
             # line-by-line, from what was read of it, then the stream.
-            yield next(_readline_lines(_Prefixed(pending, stream).readline), b"")
+            lines.append(next(_readline_lines(_Prefixed(pending, stream).readline), b""))
             pending = b""
+        if lines:
+            yield lines
+
+
+def iter_lines(stream: IO[bytes]) -> Iterator[bytes]:
+    """The lines of :func:`iter_blocks`, one by one."""
+    for lines in iter_blocks(stream):
+        yield from lines
 
 
 class _Prefixed:
@@ -162,14 +169,20 @@ def read_stream(stream: IO[bytes], engine: str | None = None, unit: str | None =
     if unit is not None and "." not in unit:
         unit += ".service"  # as journalctl -u does
     reader = StartupReader(engine)
-    lines = iter_lines(stream)
+    blocks = iter_blocks(stream)
     head: list[bytes] = []
+    rest: list[bytes] = []  # the lines of the last block read after the head
     size = 0
-    for raw in lines:  # the first lines, up to 8 KiB and at least 3 that are not blank
-        head.append(raw)
-        size += len(raw) + 1
-        if size >= _SNIFF and sum(1 for h in head if h.strip()) >= 3:
-            break
+    for block in blocks:  # the first lines, up to 8 KiB and at least 3 that are not blank
+        for k, raw in enumerate(block):
+            head.append(raw)
+            size += len(raw) + 1
+            if size >= _SNIFF and sum(1 for h in head if h.strip()) >= 3:
+                rest = block[k + 1:]
+                break
+        else:
+            continue
+        break
     if not head:
         return reader.reading()
     first = head[0]
@@ -189,7 +202,7 @@ def read_stream(stream: IO[bytes], engine: str | None = None, unit: str | None =
     if nonblank[:1] == [b"{"] and len(nonblank) > 1 and b'"__' in nonblank[1]:
         raise LogReadError(f"{name} is `journalctl -o json-pretty` output: use `journalctl -o json` (one entry "
                            f"a line)")
-    all_lines = itertools.chain(head, lines)
+    all_lines = itertools.chain(head, rest, itertools.chain.from_iterable(blocks))
     form = "journal" if any(is_journal_json(h) for h in nonblank) else "text"
     if info is not None:
         info["form"] = form
@@ -201,15 +214,16 @@ def read_stream(stream: IO[bytes], engine: str | None = None, unit: str | None =
         if unit is not None and not fed:
             present = ", ".join(sorted(units)) or "none"
             raise LogReadError(f"{name}: no journal entries about {unit} (units in it: {present})")
-    else:
+    elif on_line is not None:
         feed = reader.feed_bytes
-        if on_line is not None:
-            for raw in all_lines:
-                feed(raw)
-                on_line(reader)
-        else:
-            for raw in all_lines:
-                feed(raw)
+        for raw in all_lines:
+            feed(raw)
+            on_line(reader)
+    else:  # a block at a time: the reader's block scan (StartupReader.feed_lines)
+        reader.feed_lines(head)
+        reader.feed_lines(rest)
+        for block in blocks:
+            reader.feed_lines(block)
     return reader.reading(ended=True)  # the log ends here: a suspect nothing recovered is a failure
 
 

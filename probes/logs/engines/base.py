@@ -191,6 +191,11 @@ class Engine:
 _NO_HITS: list[tuple[Rule, re.Match[str]]] = []
 
 
+#: The table :func:`words_of` translates with: ASCII letters to lower case, punctuation but ``_`` to
+#: a space (what :mod:`probes.logs.blockscan` scans a whole block's words in).
+WORD_BYTES = _WORD_BYTES
+
+
 def words_of(data: bytes) -> list[bytes]:
     """The words of ``data`` as the matcher's keys are looked up: ASCII letters in lower case,
     split at white space and punctuation but ``_``."""
@@ -270,7 +275,7 @@ class Matcher:
             return False
         literals = self._literals
         for key in keys.intersection(words):
-            need = literals.get(key, ())
+            need = literals.get(key, ())  # required(key), without the call (the per-line hot path)
             if need == ():
                 need = literals[key] = self._required(key)
             if need is None:
@@ -280,6 +285,23 @@ class Matcher:
                     return True
         return False
 
+
+    @property
+    def keys(self) -> frozenset[bytes]:
+        """Every key word of the rules (lower-case bytes, as :func:`words_of` gives words)."""
+        return self._keys
+
+    def required(self, key: bytes) -> tuple[str, ...] | None:
+        """The texts one of which a line with the word ``key`` must hold for a rule to match it
+        (what :meth:`may_match` tests), or None when a row of ``key`` requires none.
+
+        Raises:
+            KeyError: for a word that is not one of :attr:`keys`.
+        """
+        need = self._literals.get(key, ())
+        if need == ():
+            need = self._literals[key] = self._required(key)
+        return need
 
     def _required(self, key: bytes) -> tuple[str, ...] | None:
         """The texts one of which a line must hold for a row of ``key`` to match (each row's
