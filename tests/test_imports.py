@@ -80,3 +80,17 @@ def test_the_commands_that_never_connect_do_not_import_asyncssh() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           cwd=Path(__file__).resolve().parents[1])
     assert done.stdout.strip() == "[]"
+
+
+def test_replay_without_markdown_does_not_import_textual(tmp_path: Path) -> None:
+    # `replay` (text and --json) imported the report's module for a helper it uses only with
+    # --markdown, and textual with it: 0.19 s of a 0.4 s start, 8-10x a bare loop over 200k lines.
+    log = tmp_path / "one.log"
+    log.write_text("INFO 02-12 19:33:39 hello\n")
+    code = ("import sys, runpy; sys.argv = ['upwatch', 'replay', '--json', sys.argv[1]]\n"
+            "try:\n    runpy.run_module('tui', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'textual', 'asyncssh', 'httpx'}), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "[]", done.stderr

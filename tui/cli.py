@@ -388,11 +388,11 @@ def _replay(args: argparse.Namespace) -> int:
     if args.markdown and args.json:
         print("upwatch replay: --json and --markdown: give one", file=sys.stderr)
         return EXIT_USAGE
-    from tui.host_report import spooled
-
     again, cleanup = args.path, lambda: None
     try:
         if args.markdown:  # its decisive line's context is read again: standard input is kept
+            from tui.host_report import spooled  # (textual comes with it: only for --markdown)
+
             if args.path == "-" and sys.stdin is not None and sys.stdin.isatty():
                 _prompt("standard input")
             again, reading, cleanup = spooled(args.path, lambda p: read_path(
