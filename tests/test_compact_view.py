@@ -327,3 +327,35 @@ async def test_switching_from_the_rows_to_the_cards_shows_the_focused_host_card(
         card = app.focused
         assert isinstance(card, HostCard) and card.state.host == host
         assert screen.grid.region.contains_region(card.region), (screen.grid.region, card.region)
+
+
+async def test_a_host_that_moves_in_the_order_costs_its_own_sort_key_and_the_filter_stays_exact(monkeypatch):
+    """A re-sort sorts the keys the table keeps (each made when its host's state changed), not
+    128 keys made anew for every host that moved (the 128-host profile's lead in the table); the
+    filter still reads each host's latest condition and headline."""
+    import widgets.host_table as host_table
+
+    made: list[str] = []
+
+    def counted_sort_key(order, s, arrival):
+        made.append(s.host)
+        return sort_key(order, s, arrival)
+
+    app = fleet_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _settle(app, pilot)
+        screen = app.screen
+        table = screen.query_one(HostTable)
+        monkeypatch.setattr(host_table, "sort_key", counted_sort_key)
+        host = table.rows[-1]  # a ready host, sorted last
+        assert condition(table.state(host)) == "ready"
+        screen.update_host(dataclasses.replace(table.state(host), state="failed"))
+        assert made == [host]  # one key made, not one per host
+        assert table.rows.index(host) < 33 and condition(table.state(table.rows[32])) == "failed"  # among the failed
+        await pilot.press("slash", *"stale", "enter")
+        await pilot.pause()
+        assert table.rows == []  # no host is stale
+        screen.update_host(dataclasses.replace(table.state(host), stale_since=T0, updated=T0 - 5))
+        assert table.rows == [host]  # the filter reads its new condition at once ...
+        screen.update_host(dataclasses.replace(table.state(host), stale_since=None))
+        assert table.rows == []  # ... and again when it answers

@@ -26,6 +26,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from probes.data.state import HostState
+from probes.fold.headline import headline
 from widgets.host_rows import ORDERS, RowCells, condition, header_text, matches, row_cells, row_text, sort_key, ticks
 
 __all__ = ["HostTable"]
@@ -111,7 +112,10 @@ class HostTable(ScrollView, can_focus=True):
         super().__init__(name=name, id=id, classes=classes)
         self._states: dict[str, HostState] = {}  # arrival order
         self._arrival: dict[str, int] = {}
-        self._keys: dict[str, tuple[str, str]] = {}  # what the order and the filter read of each state
+        self._keys: dict[str, tuple[str, str, str]] = {}  # what the order and the filter read of each state
+        # ... and what they made of it (kept until it changes, so a re-sort sorts tuples it has)
+        self._sort_keys: dict[str, tuple[object, ...]] = {}
+        self._matches: dict[str, bool] = {}
         self._drawn: dict[str, tuple[RowCells, int, Strip]] = {}  # host -> (cells, width, strip) last drawn
         self.rows: list[str] = []
         self._index: dict[str, int] = {}
@@ -151,6 +155,8 @@ class HostTable(ScrollView, can_focus=True):
         key = _order_key(state)
         if old is None or key != self._keys.get(host):
             self._keys[host] = key
+            self._sort_keys[host] = sort_key(self.order, state, self._arrival[host])
+            self._matches[host] = matches(state, self.needle)
             self._resort()
             return
         i = self._index.get(host)
@@ -174,6 +180,7 @@ class HostTable(ScrollView, can_focus=True):
         if order not in ORDERS:
             raise ValueError(f"unknown order {order!r}; one of {', '.join(ORDERS)}")
         self.order = order
+        self._sort_keys = {h: sort_key(order, s, self._arrival[h]) for h, s in self._states.items()}
         self._resort()
 
     def cycle_order(self) -> str:
@@ -185,6 +192,7 @@ class HostTable(ScrollView, can_focus=True):
         """Show only the hosts whose name or condition holds ``needle`` (case-insensitive; "" shows all)."""
         if needle != self.needle:
             self.needle = needle
+            self._matches = {h: matches(s, needle) for h, s in self._states.items()}
             self._resort()
 
     def _resort(self) -> None:
@@ -193,9 +201,9 @@ class HostTable(ScrollView, can_focus=True):
         wherever the host sorts to (an action key acts on the host the operator chose); until then,
         and when its host is filtered out, it keeps its row number (the first row: the worst host)."""
         follow = self._cursor_host
-        states = self._states
-        shown = [h for h in states if matches(states[h], self.needle)]
-        shown.sort(key=lambda h: sort_key(self.order, states[h], self._arrival[h]))
+        is_shown = self._matches
+        shown = [h for h in self._states if is_shown[h]]
+        shown.sort(key=self._sort_keys.__getitem__)
         self.rows = shown
         self._index = {h: i for i, h in enumerate(shown)}
         if follow is not None and follow in self._index:
@@ -227,7 +235,8 @@ class HostTable(ScrollView, can_focus=True):
         return range(top, min(len(self.rows), top + self._page))
 
     def _in_view(self, i: int) -> bool:
-        return i in self._rows_in_view()
+        top = round(self.scroll_y)
+        return top <= i < top + self._page
 
     def _redraw_if_changed(self, host: str, i: int) -> None:
         drawn = self._drawn.get(host)
@@ -332,6 +341,8 @@ class HostTable(ScrollView, can_focus=True):
             self.action_select()
 
 
-def _order_key(s: HostState) -> tuple[str, str]:
-    """What of ``s`` the sort orders and the filter read (besides the name, which never changes)."""
-    return (condition(s), s.readiness)
+def _order_key(s: HostState) -> tuple[str, str, str]:
+    """What of ``s`` the sort orders and the filter read (besides the name, which never changes):
+    its condition, its readiness rung and its headline (a stale host's condition stays ``stale``
+    while its headline, which the filter also reads, moves)."""
+    return (condition(s), s.readiness, headline(s))
