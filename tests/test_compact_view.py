@@ -359,3 +359,30 @@ async def test_a_host_that_moves_in_the_order_costs_its_own_sort_key_and_the_fil
         assert table.rows == [host]  # the filter reads its new condition at once ...
         screen.update_host(dataclasses.replace(table.state(host), stale_since=None))
         assert table.rows == []  # ... and again when it answers
+
+
+async def test_a_changed_row_makes_its_cells_once_to_tell_the_change_and_draw_it(monkeypatch):
+    import widgets.host_table as host_table
+    from widgets.host_rows import row_cells
+
+    made: list[str] = []
+
+    def counted_row_cells(s, now=0.0):
+        made.append(s.host)
+        return row_cells(s, now)
+
+    app = fleet_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _settle(app, pilot)
+        screen = app.screen
+        table = screen.query_one(HostTable)
+        await pilot.pause()
+        monkeypatch.setattr(host_table, "row_cells", counted_row_cells)
+        host = table.rows[5]
+        st = table.state(host)
+        kind = st.verdict.kind if st.verdict is not None else ""  # the same condition: no re-sort
+        before = table.rows_drawn
+        screen.update_host(dataclasses.replace(st, verdict=Verdict("info", "A new sentence.", kind=kind)))
+        await pilot.pause()
+        assert table.rows_drawn - before == 1 and "A new sentence." in _screen_text(app)
+        assert made == [host]  # told and drawn from the same cells

@@ -117,6 +117,8 @@ class HostTable(ScrollView, can_focus=True):
         self._sort_keys: dict[str, tuple[object, ...]] = {}
         self._matches: dict[str, bool] = {}
         self._drawn: dict[str, tuple[RowCells, int, Strip]] = {}  # host -> (cells, width, strip) last drawn
+        # host -> (state, now, its cells): the cells a change was told by are the ones then drawn
+        self._cells: dict[str, tuple[HostState, float, RowCells]] = {}
         self.rows: list[str] = []
         self._index: dict[str, int] = {}
         self.order = ORDERS[0]
@@ -240,8 +242,19 @@ class HostTable(ScrollView, can_focus=True):
 
     def _redraw_if_changed(self, host: str, i: int) -> None:
         drawn = self._drawn.get(host)
-        if drawn is None or drawn[0] != row_cells(self._states[host], self._now):
+        if drawn is None or drawn[0] != self._cells_of(host):
             self.refresh_line(i + 1)
+
+    def _cells_of(self, host: str) -> RowCells:
+        """:func:`~widgets.host_rows.row_cells` of ``host``'s state at the table's clock, made
+        once per state and clock (a change is told, then drawn, from the same cells)."""
+        state, now = self._states[host], self._now
+        made = self._cells.get(host)
+        if made is not None and made[0] is state and made[1] == now:
+            return made[2]
+        cells = row_cells(state, now)
+        self._cells[host] = (state, now, cells)
+        return cells
 
     def render_line(self, y: int) -> Strip:
         width = self._row_width
@@ -253,7 +266,7 @@ class HostTable(ScrollView, can_focus=True):
         if not 0 <= i < len(self.rows):
             return Strip.blank(width, base)
         host = self.rows[i]
-        cells = row_cells(self._states[host], self._now)
+        cells = self._cells_of(host)
         if i == self.cursor:
             self._drawn.pop(host, None)  # drawn under the cursor: the plain row must be drawn anew
             self.rows_drawn += 1
