@@ -386,3 +386,32 @@ async def test_a_changed_row_makes_its_cells_once_to_tell_the_change_and_draw_it
         await pilot.pause()
         assert table.rows_drawn - before == 1 and "A new sentence." in _screen_text(app)
         assert made == [host]  # told and drawn from the same cells
+
+
+async def test_a_row_drawn_from_its_pieces_is_the_row_text_cell_for_cell():
+    """The table draws a row from :func:`~widgets.host_rows.row_pieces` straight to segments;
+    every cell (character and style) is what rendering :func:`~widgets.host_rows.row_text` gives,
+    for every host of the fleet, at widths that drop columns and cut the row, under the cursor too."""
+    from widgets.host_rows import row_cells
+
+    def cells_of(strip):
+        return [(ch, seg.style) for seg in strip for ch in seg.text]
+
+    app = fleet_app(64, hostile=True)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _settle(app, pilot)
+        table = app.screen.query_one(HostTable)
+        base = table.rich_style
+        n = 0
+        for host in table.rows:
+            state = table.state(host)
+            long = dataclasses.replace(state, verdict=Verdict("error", "a verdict longer than any row " * 12))
+            for s in (state, long):
+                cells = row_cells(s, T0 + 400)
+                for width in (200, 160, 120, 90, 80, 60, 40, 12):
+                    for look in (base, base + table._style("cursor")):
+                        want = table._strip(row_text(cells, width, table._style), width, look)
+                        got = table._row_strip(cells, width, look)
+                        assert got.cell_length == width and cells_of(got) == cells_of(want), (host, width)
+                        n += 1
+        assert n == 64 * 2 * 8 * 2

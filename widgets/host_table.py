@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.cells import cell_len
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
@@ -27,7 +29,8 @@ from textual.strip import Strip
 
 from probes.data.state import HostState
 from probes.fold.headline import headline
-from widgets.host_rows import ORDERS, RowCells, condition, header_text, matches, row_cells, row_text, sort_key, ticks
+from widgets.host_rows import (ORDERS, RowCells, condition, header_text, matches, row_cells, row_pieces, row_text,
+                               sort_key, ticks)
 
 __all__ = ["HostTable"]
 
@@ -270,14 +273,28 @@ class HostTable(ScrollView, can_focus=True):
         if i == self.cursor:
             self._drawn.pop(host, None)  # drawn under the cursor: the plain row must be drawn anew
             self.rows_drawn += 1
-            return self._strip(row_text(cells, width, self._style), width, base + self._style("cursor"))
+            return self._row_strip(cells, width, base + self._style("cursor"))
         drawn = self._drawn.get(host)
         if drawn is not None and drawn[0] == cells and drawn[1] == width:
             return drawn[2]
         self.rows_drawn += 1
-        strip = self._strip(row_text(cells, width, self._style), width, base)
+        strip = self._row_strip(cells, width, base)
         self._drawn[host] = (cells, width, strip)
         return strip
+
+    def _row_strip(self, cells: RowCells, width: int, base: Style) -> Strip:
+        """A row's line: its :func:`~widgets.host_rows.row_pieces` straight to segments, each in
+        ``base`` plus its look (what :func:`~widgets.host_rows.row_text` renders to, without
+        laying out a :class:`Text`); a row whose columns overflow ``width`` goes through
+        ``row_text``, which cuts it with …"""
+        pieces = row_pieces(cells, width, self._style)
+        used = sum(cell_len(text) for text, _ in pieces)
+        if used > width:
+            return self._strip(row_text(cells, width, self._style), width, base)
+        segments = [Segment(text, base + look if look is not None else base) for text, look in pieces]
+        if used < width:
+            segments.append(Segment(" " * (width - used), base))
+        return Strip(segments, width)
 
     def _strip(self, text: Text, width: int, base: Style) -> Strip:
         text.stylize_before(base)
