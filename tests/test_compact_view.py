@@ -415,3 +415,54 @@ async def test_a_row_drawn_from_its_pieces_is_the_row_text_cell_for_cell():
                         assert got.cell_length == width and cells_of(got) == cells_of(want), (host, width)
                         n += 1
         assert n == 64 * 2 * 8 * 2
+
+
+def _fleet_at(offset_s: float, n: int = 128) -> tuple[UpwatchApp, ManualClock, dict[str, list]]:
+    """:func:`fleet_app` ``offset_s`` seconds into the scenarios (at 60 s every host is loading);
+    also returns each host's journal entries still to come."""
+    names = [f"gpu-{i:03d}" for i in range(n)]
+    clock = ManualClock(T0 + offset_s)
+    app = make_demo_app(clock=clock, start=T0, names=names, start_watchers=False)
+    later = {}
+    for sc in fleet_scenarios(T0, names):
+        app.watchers[sc.host].model.apply_all(
+            parse_record(json.dumps(dict(e.fields))) for e in sc.journal if e.offset_s <= offset_s)
+        later[sc.host] = [e for e in sc.journal if e.offset_s > offset_s]
+    return app, clock, later
+
+
+async def test_between_ticks_only_the_rows_shown_are_snapshotted_and_a_stall_off_screen_is_told_at_the_tick():
+    """The repaint timer between two ticks takes new snapshots of the hosts shown only; the tick
+    takes every host that changed, and judges every host at its new ``now``: a host off screen
+    that goes silent is counted in the header and told as stalled at the first tick after."""
+    app, clock, later = _fleet_at(60)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _settle(app, pilot)
+        screen = app.screen
+        table = screen.query_one(HostTable)
+        assert screen.compact and "128 hosts: 128 loading" in _screen_text(app)
+        shown = table.hosts_in_view()
+        assert len(shown) == 48 - 3 and screen.shown_hosts() == set(shown)
+        on, off = shown[0], table.rows[-1]
+        assert off not in shown
+        before = {h: table.state(h) for h in (on, off)}
+        for host in (on, off):  # one more journal line each, through the real model, told as a probe tells it
+            watcher = app.watchers[host]
+            watcher.model.apply(parse_record(json.dumps(dict(later[host][0].fields))))
+            watcher.on_change(watcher)
+        await app._flush_stepwise()  # the repaint timer's flush, between two ticks
+        assert table.state(on) is not before[on]  # shown: snapshotted now
+        assert table.state(off) is before[off]  # off screen: it waits for the tick
+        app.tick()
+        await app._flush_stepwise()
+        assert table.state(off) is not before[off]  # the tick takes it
+        # Silence, 15 minutes: every start is judged stalled at the tick, on screen or not.
+        told_before = len(app.notifier.told)
+        clock._now += 900
+        app.tick()
+        await app._flush_stepwise()
+        await pilot.pause()
+        stalled = {n.host for n in list(app.notifier.told)[told_before:] if n.kind == "stalled"}
+        assert off in stalled and on in stalled and len(stalled) == 128
+        assert "128 hosts: 128 stalled" in _screen_text(app)
+        assert condition(table.state(off)) == "stalled"

@@ -235,6 +235,11 @@ class HostTable(ScrollView, can_focus=True):
         bar = self.styles.scrollbar_size_vertical if self.show_vertical_scrollbar else 0
         return max(0, self.size.width - bar)
 
+    def hosts_in_view(self) -> list[str]:
+        """The hosts whose rows are in view now, top to bottom."""
+        r = self._rows_in_view()
+        return self.rows[r.start:r.stop]
+
     def _rows_in_view(self) -> range:
         top = round(self.scroll_y)
         return range(top, min(len(self.rows), top + self._page))
