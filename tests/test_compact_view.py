@@ -363,3 +363,142 @@ async def test_switching_from_the_rows_to_the_cards_shows_the_focused_host_card(
         card = app.focused
         assert isinstance(card, HostCard) and card.state.host == host
         assert screen.grid.region.contains_region(card.region), (screen.grid.region, card.region)
+
+
+async def test_a_host_that_moves_in_the_order_costs_its_own_sort_key_and_the_filter_stays_exact(monkeypatch):
+    """A re-sort sorts the keys the table keeps (each made when its host's state changed), not
+    128 keys made anew for every host that moved (the 128-host profile's lead in the table); the
+    filter still reads each host's latest condition and headline."""
+    import widgets.host_table as host_table
+
+    made: list[str] = []
+
+    def counted_sort_key(order, s, arrival):
+        made.append(s.host)
+        return sort_key(order, s, arrival)
+
+    app = fleet_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _settle(app, pilot)
+        screen = app.screen
+        table = screen.query_one(HostTable)
+        monkeypatch.setattr(host_table, "sort_key", counted_sort_key)
+        host = table.rows[-1]  # a ready host, sorted last
+        assert condition(table.state(host)) == "ready"
+        screen.update_host(dataclasses.replace(table.state(host), state="failed"))
+        assert made == [host]  # one key made, not one per host
+        assert table.rows.index(host) < 33 and condition(table.state(table.rows[32])) == "failed"  # among the failed
+        await pilot.press("slash", *"stale", "enter")
+        await pilot.pause()
+        assert table.rows == []  # no host is stale
+        screen.update_host(dataclasses.replace(table.state(host), stale_since=T0, updated=T0 - 5))
+        assert table.rows == [host]  # the filter reads its new condition at once ...
+        screen.update_host(dataclasses.replace(table.state(host), stale_since=None))
+        assert table.rows == []  # ... and again when it answers
+
+
+async def test_a_changed_row_makes_its_cells_once_to_tell_the_change_and_draw_it(monkeypatch):
+    import widgets.host_table as host_table
+    from widgets.host_rows import row_cells
+
+    made: list[str] = []
+
+    def counted_row_cells(s, now=0.0):
+        made.append(s.host)
+        return row_cells(s, now)
+
+    app = fleet_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _settle(app, pilot)
+        screen = app.screen
+        table = screen.query_one(HostTable)
+        await pilot.pause()
+        monkeypatch.setattr(host_table, "row_cells", counted_row_cells)
+        host = table.rows[5]
+        st = table.state(host)
+        kind = st.verdict.kind if st.verdict is not None else ""  # the same condition: no re-sort
+        before = table.rows_drawn
+        screen.update_host(dataclasses.replace(st, verdict=Verdict("info", "A new sentence.", kind=kind)))
+        await pilot.pause()
+        assert table.rows_drawn - before == 1 and "A new sentence." in _screen_text(app)
+        assert made == [host]  # told and drawn from the same cells
+
+
+async def test_a_row_drawn_from_its_pieces_is_the_row_text_cell_for_cell():
+    """The table draws a row from :func:`~widgets.host_rows.row_pieces` straight to segments;
+    every cell (character and style) is what rendering :func:`~widgets.host_rows.row_text` gives,
+    for every host of the fleet, at widths that drop columns and cut the row, under the cursor too."""
+    from widgets.host_rows import row_cells
+
+    def cells_of(strip):
+        return [(ch, seg.style) for seg in strip for ch in seg.text]
+
+    app = fleet_app(64, hostile=True)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _settle(app, pilot)
+        table = app.screen.query_one(HostTable)
+        base = table.rich_style
+        n = 0
+        for host in table.rows:
+            state = table.state(host)
+            long = dataclasses.replace(state, verdict=Verdict("error", "a verdict longer than any row " * 12))
+            for s in (state, long):
+                cells = row_cells(s, T0 + 400)
+                for width in (200, 160, 120, 90, 80, 60, 40, 12):
+                    for look in (base, base + table._style("cursor")):
+                        want = table._strip(row_text(cells, width, table._style), width, look)
+                        got = table._row_strip(cells, width, look)
+                        assert got.cell_length == width and cells_of(got) == cells_of(want), (host, width)
+                        n += 1
+        assert n == 64 * 2 * 8 * 2
+
+
+def _fleet_at(offset_s: float, n: int = 128) -> tuple[UpwatchApp, ManualClock, dict[str, list]]:
+    """:func:`fleet_app` ``offset_s`` seconds into the scenarios (at 60 s every host is loading);
+    also returns each host's journal entries still to come."""
+    names = [f"gpu-{i:03d}" for i in range(n)]
+    clock = ManualClock(T0 + offset_s)
+    app = make_demo_app(clock=clock, start=T0, names=names, start_watchers=False)
+    later = {}
+    for sc in fleet_scenarios(T0, names):
+        app.watchers[sc.host].model.apply_all(
+            parse_record(json.dumps(dict(e.fields))) for e in sc.journal if e.offset_s <= offset_s)
+        later[sc.host] = [e for e in sc.journal if e.offset_s > offset_s]
+    return app, clock, later
+
+
+async def test_between_ticks_only_the_rows_shown_are_snapshotted_and_a_stall_off_screen_is_told_at_the_tick():
+    """The repaint timer between two ticks takes new snapshots of the hosts shown only; the tick
+    takes every host that changed, and judges every host at its new ``now``: a host off screen
+    that goes silent is counted in the header and told as stalled at the first tick after."""
+    app, clock, later = _fleet_at(60)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _settle(app, pilot)
+        screen = app.screen
+        table = screen.query_one(HostTable)
+        assert screen.compact and "128 hosts: 128 loading" in _screen_text(app)
+        shown = table.hosts_in_view()
+        assert len(shown) == 48 - 3 and screen.shown_hosts() == set(shown)
+        on, off = shown[0], table.rows[-1]
+        assert off not in shown
+        before = {h: table.state(h) for h in (on, off)}
+        for host in (on, off):  # one more journal line each, through the real model, told as a probe tells it
+            watcher = app.watchers[host]
+            watcher.model.apply(parse_record(json.dumps(dict(later[host][0].fields))))
+            watcher.on_change(watcher)
+        await app._flush_stepwise()  # the repaint timer's flush, between two ticks
+        assert table.state(on) is not before[on]  # shown: snapshotted now
+        assert table.state(off) is before[off]  # off screen: it waits for the tick
+        app.tick()
+        await app._flush_stepwise()
+        assert table.state(off) is not before[off]  # the tick takes it
+        # Silence, 15 minutes: every start is judged stalled at the tick, on screen or not.
+        told_before = len(app.notifier.told)
+        clock._now += 900
+        app.tick()
+        await app._flush_stepwise()
+        await pilot.pause()
+        stalled = {n.host for n in list(app.notifier.told)[told_before:] if n.kind == "stalled"}
+        assert off in stalled and on in stalled and len(stalled) == 128
+        assert "128 hosts: 128 stalled" in _screen_text(app)
+        assert condition(table.state(off)) == "stalled"

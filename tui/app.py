@@ -2,16 +2,20 @@
 
 Data flow: each :class:`~probes.watch.watcher.HostWatcher` marks its host dirty when its model changes
 (cheap, any rate). A real-time timer (``Config.repaint_hz``, at most 10 Hz, on the detail screen;
-``Config.overview_hz``, 2 Hz, on the overview) takes one snapshot per dirty host and hands it to the screens, so state updates coalesce per host while log entries are
-never dropped (screens pull them by sequence number).
+``Config.overview_hz``, 2 Hz, on the overview) takes one snapshot per dirty host shown (the rows
+or cards on screen, the detail screen's host) and hands it to the screens, so state updates
+coalesce per host while log entries are never dropped (screens pull them by sequence number).
+Hosts off screen are taken at the tick (below): their snapshots feed only the header's counts
+and the notifications, which so follow every host within a clock second, at half the cost.
 
 One clock for the screen: :attr:`UpwatchApp.now` moves only on the tick (once a clock second,
 at most 10 times a real second: the demo's sped-up clock ticks more often), and every snapshot is
 judged at it, so a card's times ("in Graph capture 1m12s", "since start"), its ETA and "slower than
 usual", and its verdict ("No log line for 1m10s") are all ``now`` minus the state's own stamps at
 the same ``now`` and cannot contradict each other. A tick marks every host for judging again at
-the new ``now``; the flush that follows (stepwise, one host per event-loop turn, all in one
-Textual batch, so the screen is composed once at its end) hands each card its state and that
+the new ``now``; the flush that follows (stepwise, a few milliseconds of hosts per event-loop
+turn, all in one Textual batch, so the screen is composed once at its end) takes every host that
+changed (a stall off screen is judged, counted and told at the tick) and hands each card its state and that
 ``now`` together, then the new ``now`` to every screen. Only the cards on screen draw any of it
 (:class:`~widgets.overview.CardGrid`).
 """
@@ -43,6 +47,12 @@ from tui.help_screen import HelpScreen
 from tui.screens import OverviewScreen
 
 RunnerFactory = Callable[[HostSpec], Runner]
+#: Seconds of flush work between two turns of the event loop (the probes read in between).
+FLUSH_SLICE_S = 0.004
+
+
+def _name(watcher: HostWatcher) -> str:
+    return watcher.name
 
 
 class UpwatchApp(App[None]):
@@ -71,15 +81,19 @@ class UpwatchApp(App[None]):
         self.now: float = self.clock.now()
         self._now_shown: float | None = None  # the ``now`` the screens were last given
         self.watchers: dict[str, HostWatcher] = {}
+        # The watchers whose model changed since their last snapshot was taken: each marks itself
+        # (``set.add`` as the callback: no Python frame per journal line). One set, never rebound.
+        self._dirty: set[HostWatcher] = set()
         self.history: History | None = History() if history == "default" else history  # type: ignore[assignment]
         for spec in config.hosts:
             self.watchers[spec.name] = HostWatcher(
-                spec, runner_factory(spec), self.clock, self._mark_dirty,
+                spec, runner_factory(spec), self.clock, self._dirty.add,
                 unit_interval_s=config.unit_interval_s, health_interval_s=config.health_interval_s,
                 gpu_interval_s=config.gpu_interval_s,
                 gpu_source=gpu_source_factory(spec) if gpu_source_factory is not None else None,
                 history=self.history)
-        self._dirty: set[str] = set(self.watchers)
+        self._dirty.update(self.watchers.values())
+        self._tick_due = True  # the next flush takes every host that changed (not only those shown)
         self._pushed: dict[str, object] = {}
         self._last_flush = 0.0
         self._flushing = False  # a stepwise flush is under way
@@ -130,14 +144,13 @@ class UpwatchApp(App[None]):
 
     # --- data ------------------------------------------------------------------------------------
 
-    def _mark_dirty(self, watcher: HostWatcher) -> None:
-        self._dirty.add(watcher.name)
-
     async def _timed_flush(self) -> None:
         """The repaint timer: the detail screen at ``repaint_hz``, the overview at ``overview_hz``.
 
-        Hosts are handed over one per event-loop turn, so a flush of 32 changed cards never holds
-        the loop for the whole batch (probes keep reading while the cards restyle)."""
+        Between ticks it takes only the hosts shown (:meth:`_shown_hosts`); the rest wait for the
+        tick's flush. Hosts are handed over in slices of at most :data:`FLUSH_SLICE_S` of work, one
+        event-loop turn each, so a flush of 32 changed cards never holds the loop for the whole
+        batch (probes keep reading while the cards restyle)."""
         if self._exit or not self.screen_stack:
             return  # the app is going: its timers still fire, its screens are gone
         if isinstance(self.screen_stack[-1], OverviewScreen):
@@ -162,10 +175,14 @@ class UpwatchApp(App[None]):
             with self.batch_update():
                 for _pass in range(2):
                     self._flush_again = False
-                    for _ in self._flush_steps():
-                        await asyncio.sleep(0)
-                        if self._exit:
-                            return
+                    clock = time.perf_counter
+                    began = clock()
+                    for _ in self._flush_steps(everything=False):
+                        if clock() - began >= FLUSH_SLICE_S:
+                            await asyncio.sleep(0)
+                            if self._exit:
+                                return
+                            began = clock()
                     if not self._flush_again:
                         break
         finally:
@@ -176,19 +193,43 @@ class UpwatchApp(App[None]):
     def flush(self) -> None:
         """Take one snapshot per dirty host and give it to the screens, all at once (tests and
         the screenshot script call this; the timer uses the stepwise form)."""
-        for _ in self._flush_steps():
+        for _ in self._flush_steps(everything=True):
             pass
 
-    def _flush_steps(self) -> Iterator[None]:
+    def _shown_hosts(self) -> set[str]:
+        """The hosts the top screen shows (:meth:`OverviewScreen.shown_hosts`,
+        :meth:`DetailScreen.shown_hosts`); none for another screen (the help)."""
+        top = self.screen_stack[-1] if self.screen_stack else None
+        if isinstance(top, (OverviewScreen, DetailScreen)) and top.is_mounted:
+            return top.shown_hosts()
+        return set()
+
+    def _flush_steps(self, everything: bool) -> Iterator[None]:
+        """Hand the screens a snapshot of each changed host, one step (``yield``) per host handed.
+        Which: every changed host when ``everything`` or on the first flush after a tick, else
+        only the changed hosts shown (those off screen are taken at the next tick, so the header
+        counts and the notifications follow every host within a tick)."""
         if self._exit:
             return
-        if not self._dirty:
+        dirty = self._dirty
+        if not dirty:
             self._show_now()
             return
-        dirty, self._dirty = self._dirty, set()
+        if everything or self._tick_due:
+            self._tick_due = False
+            taken = set(dirty)
+            dirty.clear()
+        else:
+            shown = self._shown_hosts()
+            taken = {w for w in dirty if w.name in shown}
+            if not taken:
+                self._show_now()
+                return
+            dirty.difference_update(taken)
         self.repaints += 1
-        for name in sorted(dirty):
-            state = self.watchers[name].state(self.now)
+        for watcher in sorted(taken, key=_name):
+            name = watcher.name
+            state = watcher.state(self.now)
             if self._pushed.get(name) is state:
                 continue  # nothing new (the model caches its snapshot until it changes)
             self._pushed[name] = state
@@ -216,7 +257,8 @@ class UpwatchApp(App[None]):
         if self._exit:
             return  # timers fire until the app has gone; the screens are being torn down
         self.now = self.clock.now()
-        self._dirty.update(self.watchers)
+        self._dirty.update(self.watchers.values())
+        self._tick_due = True
         # This flush counts as the overview's next one: the repaint timer's comes a full
         # ``overview_hz`` period after it, not a moment later (two frames a second, not three).
         self._last_flush = time.monotonic()
@@ -227,7 +269,7 @@ class UpwatchApp(App[None]):
     def open_detail(self, host: str) -> None:
         """Open the detail screen of ``host``."""
         self._pushed.clear()  # the new screen needs every host's state once
-        self._dirty.update(self.watchers)
+        self._dirty.update(self.watchers.values())
         self.push_screen(DetailScreen(self.watchers[host]))
 
     def request_action(self, host: str, action: str) -> None:

@@ -83,6 +83,11 @@ class DetailScreen(Screen[None]):
         self.set_now(self.app.now)  # type: ignore[attr-defined]
         self.log_pane.focus()
 
+    def shown_hosts(self) -> set[str]:
+        """The one host this screen shows (the app takes a new snapshot of it between its ticks;
+        of the others at every tick)."""
+        return {self.watcher.name}
+
     def update_host(self, state: HostState) -> None:
         if state.host != self.watcher.name or not self._ready or not self.query(HostCard):
             return

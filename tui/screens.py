@@ -184,6 +184,15 @@ class OverviewScreen(Screen[None]):
         # The state was judged at the app's one "now": the card gets both at once (tui/app.py).
         self._grid.update_host(state).now = self.app.now  # type: ignore[attr-defined]
 
+    def shown_hosts(self) -> set[str]:
+        """The hosts whose row or card is on screen now (the app takes a new snapshot of these
+        between its ticks; of the others at every tick)."""
+        if not self._shown():
+            return set()
+        if self._compact:
+            return set(self._table.hosts_in_view())
+        return self._grid.hosts_on_screen()
+
     def _show_summary(self) -> None:
         self._summary_due = False
         self.sub_title = summary_of(self._counts)

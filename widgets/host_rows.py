@@ -31,7 +31,7 @@ from widgets.phase_bar import PHASE_ICONS, current_progress
 from widgets.gpu_strip import note_word
 from widgets.text import plain
 
-__all__ = ["RowCells", "ORDERS", "SEVERITY", "condition", "row_cells", "sort_key", "matches", "row_text",
+__all__ = ["RowCells", "ORDERS", "SEVERITY", "condition", "row_cells", "sort_key", "matches", "row_text", "row_pieces", "Piece",
            "header_text", "columns_for", "ticks", "PHASE_BAR_CELLS"]
 
 #: The orders the rows can be sorted in (``o`` cycles them): worst first, by host name, or as the
@@ -238,56 +238,82 @@ def columns_for(width: int) -> tuple[str, ...]:
 
 def _cell(t: Text, text: str, width: int, style: Style) -> None:
     """Append ``text`` cut (with …) or padded to exactly ``width`` cells, then one space."""
-    if cell_len(text) > width:
-        text = set_cell_size(text, max(0, width - 1)) + "…"
-    t.append(set_cell_size(text, width), style)
+    t.append(_fit(text, width), style)
     t.append(" ")
 
 
-def row_text(cells: RowCells, width: int, style: Callable[[str], Style]) -> Text:
-    """The row as one line of Text exactly ``width`` cells wide (the verdict cut with … to fit).
+def _fit(text: str, width: int) -> str:
+    """``text`` cut (with …) or padded to exactly ``width`` cells."""
+    if cell_len(text) > width:
+        text = set_cell_size(text, max(0, width - 1)) + "…"
+    return set_cell_size(text, width)
+
+
+#: A run of a row: its characters and their look (None: the row's own).
+Piece = tuple[str, "Style | None"]
+
+
+def row_pieces(cells: RowCells, width: int, style: Callable[[str], Style]) -> list[Piece]:
+    """The row as runs of one look each, the verdict cut with … to the width left (the cells
+    before it are not cut: at a width they overflow, :func:`row_text` cuts the row). What
+    :func:`row_text` is made of; the table draws these straight to segments (no :class:`Text`
+    to lay out for each row drawn).
 
     Args:
         cells: what the row says (:func:`row_cells`).
         width: the row's width in cells.
         style: the style of a look (``muted``, ``error``, ``level-warning``, ``fill`` ...).
     """
-    t = Text(no_wrap=True, overflow="ellipsis", end="")
+    out: list[Piece] = []
+    add = out.append
     for col in columns_for(width):
         w = _WIDTHS.get(col, 0)
         if col == "host":
-            _cell(t, cells.host, w, _BOLD)
+            add((_fit(cells.host, w), _BOLD))
         elif col == "state":
-            _cell(t, cells.word, w, style(cells.word_look) + _BOLD)
+            add((_fit(cells.word, w), style(cells.word_look) + _BOLD))
         elif col == "phase":
-            t.append(f"{cells.phase_icon} {cells.phase_label:<7} ", style(f"phase-{cells.phase_look}"))
+            add((f"{cells.phase_icon} {cells.phase_label:<7} ", style(f"phase-{cells.phase_look}")))
             if cells.bar_filled is None:
-                t.append(" " * PHASE_BAR_CELLS)
+                add((" " * (PHASE_BAR_CELLS + 1), None))
             else:
-                t.append("━" * cells.bar_filled, style("bar"))
-                t.append("─" * (PHASE_BAR_CELLS - cells.bar_filled), style("free"))
-            t.append(" ")
+                add(("━" * cells.bar_filled, style("bar")))
+                add(("─" * (PHASE_BAR_CELLS - cells.bar_filled), style("free")))
+                add((" ", None))
+            continue
         elif col == "eta":
-            _cell(t, cells.eta, w, style("warn" if cells.eta == "slow" else "muted"))
+            add((_fit(cells.eta, w), style("warn" if cells.eta == "slow" else "muted")))
         elif col == "rung":
-            _cell(t, cells.rung, w, style(cells.rung_look) + _BOLD if cells.rung_bold else style(cells.rung_look))
+            add((_fit(cells.rung, w), style(cells.rung_look) + _BOLD if cells.rung_bold else style(cells.rung_look)))
         elif col == "gpus":
             if cells.gpus_note:
-                _cell(t, cells.gpus_note, w, style("error" if cells.gpus_note == "n/a" else "muted"))
+                add((_fit(cells.gpus_note, w), style("error" if cells.gpus_note == "n/a" else "muted")))
             else:
                 for char, look in cells.gpus:
-                    t.append(char, style(look))
+                    add((char, style(look)))
                 more = f"+{cells.gpus_more}" if cells.gpus_more else ""
-                t.append(more, style("muted"))
-                t.append(" " * max(0, w - len(cells.gpus) - len(more)) + " ")
+                add((more, style("muted")))
+                add((" " * max(0, w - len(cells.gpus) - len(more)) + " ", None))
+                continue
         elif col == "restarts":
-            _cell(t, cells.restarts, w, style(cells.restarts_look))
+            add((_fit(cells.restarts, w), style(cells.restarts_look)))
         else:
-            left = max(0, width - t.cell_len)
+            left = max(0, width - sum(cell_len(text) for text, _ in out))
             verdict = cells.verdict
             if cell_len(verdict) > left:
                 verdict = set_cell_size(verdict, max(0, left - 1)) + "…" if left else ""
-            t.append(verdict, style(f"level-{cells.level}") if cells.level else Style())
+            add((verdict, style(f"level-{cells.level}") if cells.level else None))
+            continue
+        add((" ", None))
+    return [(text, look) for text, look in out if text]
+
+
+def row_text(cells: RowCells, width: int, style: Callable[[str], Style]) -> Text:
+    """The row as one line of Text exactly ``width`` cells wide (the verdict cut with … to fit):
+    :func:`row_pieces`, cut with … or padded to ``width``. Arguments as :func:`row_pieces`."""
+    t = Text(no_wrap=True, overflow="ellipsis", end="")
+    for text, look in row_pieces(cells, width, style):
+        t.append(text, look)
     t.truncate(width, pad=True)
     return t
 

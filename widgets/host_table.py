@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.cells import cell_len
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
@@ -26,7 +28,9 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from probes.data.state import HostState
-from widgets.host_rows import ORDERS, RowCells, condition, header_text, matches, row_cells, row_text, sort_key, ticks
+from probes.fold.headline import headline
+from widgets.host_rows import (ORDERS, RowCells, condition, header_text, matches, row_cells, row_pieces, row_text,
+                               sort_key, ticks)
 
 __all__ = ["HostTable"]
 
@@ -111,8 +115,13 @@ class HostTable(ScrollView, can_focus=True):
         super().__init__(name=name, id=id, classes=classes)
         self._states: dict[str, HostState] = {}  # arrival order
         self._arrival: dict[str, int] = {}
-        self._keys: dict[str, tuple[str, str]] = {}  # what the order and the filter read of each state
+        self._keys: dict[str, tuple[str, str, str]] = {}  # what the order and the filter read of each state
+        # ... and what they made of it (kept until it changes, so a re-sort sorts tuples it has)
+        self._sort_keys: dict[str, tuple[object, ...]] = {}
+        self._matches: dict[str, bool] = {}
         self._drawn: dict[str, tuple[RowCells, int, Strip]] = {}  # host -> (cells, width, strip) last drawn
+        # host -> (state, now, its cells): the cells a change was told by are the ones then drawn
+        self._cells: dict[str, tuple[HostState, float, RowCells]] = {}
         self.rows: list[str] = []
         self._index: dict[str, int] = {}
         self.order = ORDERS[0]
@@ -151,6 +160,8 @@ class HostTable(ScrollView, can_focus=True):
         key = _order_key(state)
         if old is None or key != self._keys.get(host):
             self._keys[host] = key
+            self._sort_keys[host] = sort_key(self.order, state, self._arrival[host])
+            self._matches[host] = matches(state, self.needle)
             self._resort()
             return
         i = self._index.get(host)
@@ -174,6 +185,7 @@ class HostTable(ScrollView, can_focus=True):
         if order not in ORDERS:
             raise ValueError(f"unknown order {order!r}; one of {', '.join(ORDERS)}")
         self.order = order
+        self._sort_keys = {h: sort_key(order, s, self._arrival[h]) for h, s in self._states.items()}
         self._resort()
 
     def cycle_order(self) -> str:
@@ -185,6 +197,7 @@ class HostTable(ScrollView, can_focus=True):
         """Show only the hosts whose name or condition holds ``needle`` (case-insensitive; "" shows all)."""
         if needle != self.needle:
             self.needle = needle
+            self._matches = {h: matches(s, needle) for h, s in self._states.items()}
             self._resort()
 
     def _resort(self) -> None:
@@ -193,9 +206,9 @@ class HostTable(ScrollView, can_focus=True):
         wherever the host sorts to (an action key acts on the host the operator chose); until then,
         and when its host is filtered out, it keeps its row number (the first row: the worst host)."""
         follow = self._cursor_host
-        states = self._states
-        shown = [h for h in states if matches(states[h], self.needle)]
-        shown.sort(key=lambda h: sort_key(self.order, states[h], self._arrival[h]))
+        is_shown = self._matches
+        shown = [h for h in self._states if is_shown[h]]
+        shown.sort(key=self._sort_keys.__getitem__)
         self.rows = shown
         self._index = {h: i for i, h in enumerate(shown)}
         if follow is not None and follow in self._index:
@@ -222,17 +235,34 @@ class HostTable(ScrollView, can_focus=True):
         bar = self.styles.scrollbar_size_vertical if self.show_vertical_scrollbar else 0
         return max(0, self.size.width - bar)
 
+    def hosts_in_view(self) -> list[str]:
+        """The hosts whose rows are in view now, top to bottom."""
+        r = self._rows_in_view()
+        return self.rows[r.start:r.stop]
+
     def _rows_in_view(self) -> range:
         top = round(self.scroll_y)
         return range(top, min(len(self.rows), top + self._page))
 
     def _in_view(self, i: int) -> bool:
-        return i in self._rows_in_view()
+        top = round(self.scroll_y)
+        return top <= i < top + self._page
 
     def _redraw_if_changed(self, host: str, i: int) -> None:
         drawn = self._drawn.get(host)
-        if drawn is None or drawn[0] != row_cells(self._states[host], self._now):
+        if drawn is None or drawn[0] != self._cells_of(host):
             self.refresh_line(i + 1)
+
+    def _cells_of(self, host: str) -> RowCells:
+        """:func:`~widgets.host_rows.row_cells` of ``host``'s state at the table's clock, made
+        once per state and clock (a change is told, then drawn, from the same cells)."""
+        state, now = self._states[host], self._now
+        made = self._cells.get(host)
+        if made is not None and made[0] is state and made[1] == now:
+            return made[2]
+        cells = row_cells(state, now)
+        self._cells[host] = (state, now, cells)
+        return cells
 
     def render_line(self, y: int) -> Strip:
         width = self._row_width
@@ -244,18 +274,32 @@ class HostTable(ScrollView, can_focus=True):
         if not 0 <= i < len(self.rows):
             return Strip.blank(width, base)
         host = self.rows[i]
-        cells = row_cells(self._states[host], self._now)
+        cells = self._cells_of(host)
         if i == self.cursor:
             self._drawn.pop(host, None)  # drawn under the cursor: the plain row must be drawn anew
             self.rows_drawn += 1
-            return self._strip(row_text(cells, width, self._style), width, base + self._style("cursor"))
+            return self._row_strip(cells, width, base + self._style("cursor"))
         drawn = self._drawn.get(host)
         if drawn is not None and drawn[0] == cells and drawn[1] == width:
             return drawn[2]
         self.rows_drawn += 1
-        strip = self._strip(row_text(cells, width, self._style), width, base)
+        strip = self._row_strip(cells, width, base)
         self._drawn[host] = (cells, width, strip)
         return strip
+
+    def _row_strip(self, cells: RowCells, width: int, base: Style) -> Strip:
+        """A row's line: its :func:`~widgets.host_rows.row_pieces` straight to segments, each in
+        ``base`` plus its look (what :func:`~widgets.host_rows.row_text` renders to, without
+        laying out a :class:`Text`); a row whose columns overflow ``width`` goes through
+        ``row_text``, which cuts it with …"""
+        pieces = row_pieces(cells, width, self._style)
+        used = sum(cell_len(text) for text, _ in pieces)
+        if used > width:
+            return self._strip(row_text(cells, width, self._style), width, base)
+        segments = [Segment(text, base + look if look is not None else base) for text, look in pieces]
+        if used < width:
+            segments.append(Segment(" " * (width - used), base))
+        return Strip(segments, width)
 
     def _strip(self, text: Text, width: int, base: Style) -> Strip:
         text.stylize_before(base)
@@ -332,6 +376,8 @@ class HostTable(ScrollView, can_focus=True):
             self.action_select()
 
 
-def _order_key(s: HostState) -> tuple[str, str]:
-    """What of ``s`` the sort orders and the filter read (besides the name, which never changes)."""
-    return (condition(s), s.readiness)
+def _order_key(s: HostState) -> tuple[str, str, str]:
+    """What of ``s`` the sort orders and the filter read (besides the name, which never changes):
+    its condition, its readiness rung and its headline (a stale host's condition stays ``stale``
+    while its headline, which the filter also reads, moves)."""
+    return (condition(s), s.readiness, headline(s))

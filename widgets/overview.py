@@ -131,6 +131,11 @@ class CardGrid(ScrollableContainer, can_focus=False):
                 card.now = self._now
             card.set_on_screen(on)
 
+    def hosts_on_screen(self) -> set[str]:
+        """The hosts whose cards are on screen (:attr:`HostCard.on_screen`; a card just made,
+        not laid out yet, counts as on)."""
+        return {host for host, card in self._cards.items() if card.on_screen}
+
     def remove_host(self, host: str) -> None:
         """Remove a host's card, if it has one."""
         card = self._cards.pop(host, None)
