@@ -74,6 +74,18 @@ def test_eta_uses_the_progress_fraction_when_the_phase_has_a_bar() -> None:
     assert e is not None and e.remaining_s == 90.0 + 92.0
 
 
+def test_no_eta_while_the_start_looks_hung() -> None:
+    # A fresh user saw a row read "STALLED ... ~2m": a bar stuck at 0/34 kept the ETA at the whole
+    # graph capture's median plus the warm-up, a promise the stall already belied.
+    hung = Verdict("warning", kind="stalled", sentence="No log line for 2m00s in CUDA graph capture at 0/34: "
+                                                         "the start looks hung.")
+    s = loading(progress=Progress("graph_capture", 0, 34), verdict=hung)
+    e = eta_for(s, T0 + 30)
+    assert e is not None and e.remaining_s is None and e.phase_elapsed_s == 30.0
+    assert typical_words(s, T0 + 30) == "graph capture 0:30 of ~1:40"
+    assert eta_for(loading(progress=Progress("graph_capture", 0, 34)), T0 + 30).remaining_s == 100.0 + 92.0
+
+
 def test_eta_overdue_phase_counts_zero_and_a_rare_phase_stays_out() -> None:
     t = Typical("h", "sglang.service", "Qwen/Qwen3-8B", "abcdef012345", 6, 372.0,
                 (("download", 600.0, 1), ("init", 50.0, 6), ("graph_capture", 100.0, 6), ("warmup", 92.0, 6)))

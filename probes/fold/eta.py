@@ -6,7 +6,8 @@
 * the whole start: seconds since its first line, and the median to ready;
 * the ETA to ready: the medians of the phases still to come, plus what is left of the current one
   (its median minus the time in it, never below 0; the median times the part not done yet when the
-  phase shows ``done/total`` progress);
+  phase shows ``done/total`` progress); none while the start looks hung (the verdict ``stalled``:
+  a bar that stopped would otherwise promise the same "ready in ~2m" until the stall is told);
 * slower: the current phase, or the whole start, has run past :func:`slower_after` its median:
   more than the median plus a margin of :data:`SLOWER_MARGIN` of it, and at least
   :data:`SLOWER_MIN_S` seconds (a 2-second phase that takes 5 is not news); only while loading, and
@@ -106,6 +107,8 @@ def eta_for(state: HostState, now: float) -> Eta | None:
         remaining = max(0.0, t.total_s - el)  # a phase the earlier starts never had: the total says it
     elif later:
         remaining = sum(later)
+    if state.verdict is not None and state.verdict.kind == "stalled":
+        remaining = None  # the start looks hung: no medians say when it will be ready
     slower_phase = ph_typ is not None and ph_el is not None and ph_typ > 0 and ph_el > slower_after(ph_typ)
     slower_start = (t.total_s is not None and el is not None and t.total_s > 0
                     and el > slower_after(t.total_s))
