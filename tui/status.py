@@ -55,8 +55,10 @@ def connection_text(s: HostState) -> str:
 def host_json(spec: HostSpec, s: HostState, now: float | None = None) -> dict[str, Any]:
     """One host's snapshot as a JSON-ready dict.
 
-    Keys: ``host``, ``unit``, ``engine``, ``state`` (``waiting``, ``loading``, ``ready``,
-    ``failed``, ``stopped``), ``headline`` (the card's word: :func:`probes.fold.headline.headline`), ``phase`` (phase id of docs/architecture.md), ``progress`` (``{"phase", "done",
+    Keys: ``host``, ``unit``, ``engine``, ``state`` (``waiting``: read, no start yet; ``loading``,
+    ``ready``, ``failed``, ``stopped``; ``unknown``: never reached, or nothing could be read:
+    :func:`known_state`), ``headline`` (the card's word: :func:`probes.fold.headline.headline`), ``phase``
+    (phase id of docs/architecture.md; null before a log line was read), ``progress`` (``{"phase", "done",
     "total", "fraction"}`` or null), ``readiness`` (docs/architecture.md's ladder: ``inactive``,
     ``port_closed``, ``http_unhealthy``, ``healthy``, ``serving``, or ``unknown``), ``restarts``
     (NRestarts, or null), ``restart_loop`` (null, or ``{"starts", "causes", "gave_up"}``), ``gpus`` (list of ``index``, ``name``,
@@ -83,13 +85,14 @@ def host_json(spec: HostSpec, s: HostState, now: float | None = None) -> dict[st
     gf = s.failure("gpu")
     gf = gf if gf is not None and gf.kind not in CONNECTION_KINDS else None  # said in "connection"
     p = s.progress
+    state, phase = known_state(s)
     return {
         "host": spec.name,
         "unit": s.unit,
         "engine": s.engine,
-        "state": s.state,
+        "state": state,
         "headline": headline(s),
-        "phase": s.phase,
+        "phase": phase,
         "progress": ({"phase": p.phase, "done": p.done, "total": p.total, "fraction": round(p.fraction, 4)}
                      if p is not None else None),
         "readiness": s.readiness,
@@ -188,6 +191,20 @@ def format_host(spec: HostSpec, s: HostState, connection: str | None = None, now
     return "\n".join([head] + [f"  {k.ljust(width)}  {one_line(v)}" for k, v in rows]) + "\n"
 
 
+def known_state(s: HostState) -> tuple[str, str | None]:
+    """``(state, phase)`` as the JSON forms give them (``status --json``, ``--watch``, the MCP
+    tools): ``unknown`` where :func:`state_text` says it (never reached; the unit and journal
+    cannot be read and nothing was), not the model's ``waiting``, which reads as "no start yet"; and
+    no phase (null) before a log line was read: a default phase is not a fact."""
+    kind = s.verdict.kind if s.verdict is not None else ""
+    if s.state != "waiting":
+        return s.state, s.phase
+    if kind == "ssh" or (s.stale_since is not None and s.updated is None) or (
+            kind == "cannot_see" and s.unit_state is None):
+        return "unknown", None
+    return "waiting", None
+
+
 def state_text(s: HostState) -> str:
     """The start's state in the text forms (``status``, ``wait``): ``loading · Graph capture 12/34
     (35%)``; the phase only once a log line was read (a default phase is not a fact); ``unknown``
@@ -231,9 +248,10 @@ def change_key(s: HostState) -> dict[str, Any]:
     p = s.progress
     conn = "ok" if s.stale_since is None else ("unreachable" if s.updated is None else "stale")
     d = s.download
+    state, phase = known_state(s)
     return {
-        "state": s.state,
-        "phase": s.phase,
+        "state": state,
+        "phase": phase,
         "progress": [p.done, p.total] if p is not None and p.phase == s.phase else None,
         "download": (int(100 * d.bytes / d.expected_bytes) if d.expected_bytes else d.bytes >> 30)
                     if d is not None else None,
