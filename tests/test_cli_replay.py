@@ -42,6 +42,13 @@ def test_a_log_with_no_year_shows_month_day_and_clock_and_says_so() -> None:
     assert "no year" not in _upwatch("replay", str(LOGS / "sglang-ok-01.log")).stdout.decode()
 
 
+def test_a_log_that_begins_inside_the_start_does_not_say_how_long_it_took() -> None:
+    # vllm-journal-ok-01 begins at the warm-up: "READY after 0s" summed the phases the excerpt has.
+    text = _upwatch("replay", str(LOGS / "vllm-journal-ok-01.log")).stdout.decode()
+    assert "READY (the log begins in Warm-up: how long the start took is not in it)" in text
+    assert "READY after 2m02s" in _upwatch("replay", str(LOGS / "sglang-ok-01.log")).stdout.decode()
+
+
 def test_text_timeline_names_phases_lines_times_and_the_outcome() -> None:
     proc = _upwatch("replay", str(LOGS / "vllm-fail-oom-01.log"))
     assert proc.returncode == 0

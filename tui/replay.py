@@ -141,7 +141,12 @@ def format_timeline(reading: Reading, name: str) -> str:
         out.append(f"FAILED during {label}: {reading.cause}")
     elif reading.state == "ready":
         spans = [m.duration_s for m in reading.phases if m.phase != "ready"]
-        took = f" after {duration(sum(spans))}" if spans and None not in spans else ""
+        first = reading.phases[0].phase if reading.phases else "ready"
+        if first not in ("starting", "ready"):
+            # The log begins inside the start (an excerpt): its length is not in it ("after 0s" was).
+            took = f" (the log begins in {_LABELS.get(first, first)}: how long the start took is not in it)"
+        else:
+            took = f" after {duration(sum(spans))}" if spans and None not in spans else ""
         out.append(f"READY{took}")
     elif reading.state == "stopped":
         out.append(f"STOPPED after {label}" if reading.phase == "ready" else f"STOPPED during {label}")
