@@ -48,9 +48,9 @@ def test_vllm_restart_loop_gives_error_verdict_with_cause_and_counter():
     assert s.verdict is not None and s.verdict.level == "error"
     assert s.verdict.sentence == ("Restart loop: 3 starts failed in 2m44s, each CUDA out of memory during init; "
                                   "systemd gave up (start limit): fix it, then systemctl reset-failed.")
-    assert s.verdict.evidence[:3] == ("start 1: CUDA out of memory in Init at 03:21:02",
-                                      "start 2: CUDA out of memory in Init at 03:21:59",
-                                      "start 3: CUDA out of memory in Init at 03:22:56")
+    assert s.verdict.evidence[:3] == ("start 1 (began 03:21:02): CUDA out of memory in Init",
+                                      "start 2 (began 03:21:59): CUDA out of memory in Init",
+                                      "start 3 (began 03:22:56): CUDA out of memory in Init")
     assert s.verdict.evidence[3] == "restart counter (NRestarts) 3"
     # The decisive line is an entry of the log: its line number is that entry's seq.
     assert s.error is not None

@@ -8,6 +8,8 @@ counter, cgroups, ``ps``; only ``nvidia-smi`` is a shim (there is no GPU) and th
 
 from __future__ import annotations
 
+import re
+
 from probes.clock import WallClock
 from probes.fold.verdict import verdict_for
 from probes.spec import HostSpec
@@ -41,7 +43,7 @@ async def test_a_crash_loop_is_a_restart_loop_with_each_cause(systemd_host: Syst
         assert v.sentence.startswith(f"Restart loop: {len(s.failed_starts)} starts failed in ")
         assert "each CUDA out of memory during weight load" in v.sentence
         assert all(f.cause == "cuda_oom" and f.phase == "weights" for f in s.failed_starts)
-        assert v.evidence[0].startswith("start 1: CUDA out of memory in Weight load at ")
+        assert re.fullmatch(r"start 1 \(began \d\d:\d\d:\d\d\): CUDA out of memory in Weight load", v.evidence[0])
         assert s.unit_state is not None and (s.unit_state.n_restarts or 0) >= 2
         assert s.restart_counter == s.unit_state.n_restarts
     finally:

@@ -241,8 +241,10 @@ def _restart_loop(s: HostState, now: float, gave_up: bool) -> Verdict:
         outcome = "; starting again"
     else:
         outcome = ""
-    evidence = [f"start {i + 1}: {cause_words(f.cause)} in {PHASE_LABELS.get(f.phase, f.phase)}"
-                + (f" at {f.began[11:19]}" if f.began and len(f.began) >= 19 else "") for i, f in enumerate(fs)]
+    # The time is when that start began (not when it failed: "OOM in Init at 03:21:02" read as the
+    # failure's time, which came 50 s later), so it is said before the failure.
+    evidence = [f"start {i + 1}" + (f" (began {f.began[11:19]})" if f.began and len(f.began) >= 19 else "")
+                + f": {cause_words(f.cause)} in {PHASE_LABELS.get(f.phase, f.phase)}" for i, f in enumerate(fs)]
     if s.restart_counter is not None:
         evidence.append(f"restart counter (NRestarts) {s.restart_counter}")
     if s.restarts_seen:
