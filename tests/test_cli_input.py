@@ -376,6 +376,9 @@ def test_wait_timeout_0_looks_once_on_a_real_host(systemd_host) -> None:
     (["--demo", "--fleet", "1"], ["--fleet", "2 to 1000"]),
     (["--demo", "--fleet", "many"], ["--fleet", "not a whole number"]),
     (["--demo", "--fleet", "8", "serve"], ["--fleet", "without a command"]),
+    # 300 hosts at the default 10x froze the dashboard (a fresh user): like 3,000 real hosts.
+    (["--demo", "--fleet", "300"], ["--fleet 300 at --speed 10", "3,000 real hosts", "--fleet 300 --speed 4"]),
+    (["--demo", "--fleet", "129"], ["--fleet 129 at --speed 10"]),
     (["--config", "hosts.toml", "replay", "x.log"], ["replay", "--config does not apply"]),
     (["--config", "hosts.toml", "history"], ["history", "--config does not apply"]),
 ], ids=lambda v: " ".join(v) if isinstance(v, list) and v and v[0].startswith("-") else "")
@@ -399,6 +402,8 @@ def test_the_demo_flags_together_still_parse() -> None:
     args = parser.parse_args(["--demo", "--fleet", "128", "--speed", "5"])
     cli._check_mode_flags(parser, args)
     assert (args.fleet, args.speed) == (128, 5.0)
+    for argv in (["--demo", "--fleet", "128"], ["--demo", "--fleet", "1000", "--speed", "1"]):
+        cli._check_mode_flags(parser, parser.parse_args(argv))  # at most 1,280 host-seconds: taken
 
 
 # --- messages send a pip-installed user to --help, not to a file ------------------------------------------

@@ -42,7 +42,7 @@ from probes.sources.logfile import LogReadError, read_path
 from probes.fold.notify import url_label
 from probes.spec import DEFAULT_PORTS, HostSpec
 from tui.config import (ENV_VAR, HOST_KEYS, SETTING_KEYS, Config, ConfigError, load_config, looks_like_quick_form, resolve_ssh)
-from tui.cli_args import COMMANDS, DEMO_SPEED, build_dashboard_parser, build_parser
+from tui.cli_args import COMMANDS, DEMO_SPEED, FLEET_HOST_SECONDS, build_dashboard_parser, build_parser
 from tui.replay import format_timeline, replay_json
 
 EXIT_OK = 0
@@ -131,6 +131,14 @@ def _check_mode_flags(parser: argparse.ArgumentParser, args: argparse.Namespace)
     if getattr(args, "fleet", None) is not None and (not args.demo or command is not None):
         parser.error("--fleet sets how many hosts the demo dashboard runs: it applies with --demo only, "
                      "without a command")
+    fleet = getattr(args, "fleet", None)
+    speed = args.speed if args.speed is not None else DEMO_SPEED
+    if fleet is not None and fleet * speed > FLEET_HOST_SECONDS:
+        # 300 hosts at the default 10x froze the dashboard (a fresh user): they replay like 3,000
+        # real hosts. 128 real hosts is the size measured to stay responsive (bench/).
+        parser.error(f"--fleet {fleet} at --speed {speed:g} replays like {fleet * speed:,.0f} real hosts, more "
+                     f"than the dashboard keeps up with: keep --fleet x --speed at most {FLEET_HOST_SECONDS:,} "
+                     f"(e.g. --fleet {fleet} --speed {max(1, FLEET_HOST_SECONDS // fleet)})")
     if args.demo and args.hosts:
         parser.error("--demo runs its own simulated hosts: give no HOST with it")
     if args.demo and args.config is not None:

@@ -17,6 +17,10 @@ from tui.listen import parse_listen
 
 #: ``--demo``'s time compression when ``--speed`` is not given.
 DEMO_SPEED = 10.0
+#: ``--fleet`` times ``--speed`` at most: simulated hosts replaying at N times real speed cost
+#: about N real hosts; 128 hosts at 10x is the largest demo measured to stay responsive (a fresh
+#: user's 300 at 10x froze the dashboard on 2 cores).
+FLEET_HOST_SECONDS = 1280
 
 #: The subcommands; the first word of argv that is not an option picks one (see :func:`main`).
 COMMANDS = ("replay", "config", "status", "wait", "history", "report", "mcp", "exporter", "serve")
@@ -59,7 +63,8 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
                         help=f"with --demo only: time runs N times faster than real (default {DEMO_SPEED:g})")
     parser.add_argument("--fleet", type=_fleet, default=None, metavar="N",
                         help="with --demo only: N simulated hosts (2-1000) running the four demo starts in "
-                             "turn, to see the overview with many hosts (past 20 at 160x48: one row each)")
+                             "turn, to see the overview with many hosts (past 20 at 160x48: one row each); "
+                             f"N x --speed at most {FLEET_HOST_SECONDS}, e.g. 128 at the default speed")
     parser.add_argument("--config", metavar="PATH", default=None,
                         help=f"the hosts file (default: ${ENV_VAR}, else {display_path(default_config_path())})")
 
