@@ -85,6 +85,7 @@ async def test_navigate_open_filter_jump_to_error_and_quit():
         await pilot.press("question_mark")
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
+        assert "esc, q or ? closes" in _screen_text(app)  # the box covers the footer (a fresh user)
         await pilot.press("escape")
         await pilot.pause()
         await pilot.press("q")

@@ -102,4 +102,6 @@ class HelpScreen(ModalScreen[None]):
             yield Static(text, markup=False)
 
     def on_mount(self) -> None:
-        self.query_one(VerticalScroll).focus()
+        box = self.query_one(VerticalScroll)
+        box.border_subtitle = "esc, q or ? closes"  # the box covers the footer that would say so
+        box.focus()

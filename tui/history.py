@@ -99,8 +99,8 @@ def run_history(hosts: Sequence[str], *, as_json: bool, out: IO[str], err: IO[st
     elif not rows:
         which = f" for {', '.join(_plain(h) for h in hosts)}" if hosts else ""
         out.write(f"No starts recorded{which} yet in {path}.\n"
-                  "upwatch writes each start that ends ready or failed while the dashboard or\n"
-                  "`upwatch status` watches it.\n")
+                  "upwatch writes each start that ends ready or failed while it watches the host\n"
+                  "(the dashboard, status, wait, report, mcp, the exporter).\n")
     else:
         out.write("\n".join(format_row(r) for r in rows))
     out.flush()
