@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from conftest import LOGS
+from conftest import EXTRA_LOGS, LOGS
 
 KEYS = ["engine", "state", "phase", "phases_seen", "phases", "progress", "error", "cause", "hint", "starts",
         "restart_loop", "suspects", "service"]
@@ -47,6 +47,11 @@ def test_a_log_that_begins_inside_the_start_does_not_say_how_long_it_took() -> N
     text = _upwatch("replay", str(LOGS / "vllm-journal-ok-01.log")).stdout.decode()
     assert "READY (the log begins in Warm-up: how long the start took is not in it)" in text
     assert "READY after 2m02s" in _upwatch("replay", str(LOGS / "sglang-ok-01.log")).stdout.decode()
+
+
+def test_a_crash_after_ready_is_said_to_be_while_serving() -> None:
+    text = _upwatch("replay", str(EXTRA_LOGS / "vllm-fail-wrap-quoted-25.log")).stdout.decode()
+    assert "FAILED while serving (after Ready): engine_died" in text and "during Ready" not in text
 
 
 def test_text_timeline_names_phases_lines_times_and_the_outcome() -> None:

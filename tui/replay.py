@@ -138,7 +138,9 @@ def format_timeline(reading: Reading, name: str) -> str:
     out.append("")
     label = _LABELS.get(reading.phase, reading.phase)
     if reading.state == "failed":
-        out.append(f"FAILED during {label}: {reading.cause}")
+        # A start that failed after ready crashed while serving: "during Ready" read as a start.
+        where = "while serving (after Ready)" if reading.phase == "ready" else f"during {label}"
+        out.append(f"FAILED {where}: {reading.cause}")
     elif reading.state == "ready":
         spans = [m.duration_s for m in reading.phases if m.phase != "ready"]
         first = reading.phases[0].phase if reading.phases else "ready"
