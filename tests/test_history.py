@@ -459,6 +459,32 @@ async def _watch(sc: Scenario, start: float, history: History, seconds: float,
         await w.stop()
 
 
+async def test_the_history_look_judges_no_verdict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The look ran every second per host and judged the verdict each time (a share of the
+    # dashboard's cost at 128 hosts); nothing it writes or reads depends on the verdict.
+    import probes.fold.model as model_module
+
+    sc, ready_off, first = log_scenario("sglang-ok-01.log", T0)
+    clock = ManualClock(first)
+    h = History(tmp_path / "history.sqlite3")
+    w = HostWatcher(HostSpec(sc.host, sc.unit, sc.port, sc.engine), ReplayRunner(sc.rebased(first), clock, start=first),
+                    clock, history=h)
+    judged: list[float] = []
+    real = model_module.verdict_for
+    monkeypatch.setattr(model_module, "verdict_for", lambda base, now, stall: judged.append(now) or real(base, now, stall))
+    w.start()
+    try:
+        for _ in range(int((ready_off + 30) // 5)):
+            await clock.advance(5)
+            await w.sync_history()
+    finally:
+        await w.stop()  # no probe loop runs now: only the look below can judge
+    judged.clear()
+    await w.sync_history()
+    assert judged == [] and [r.outcome for r in h.starts()] == ["ready"]
+    assert w.state().state == "ready" and judged  # the snapshot itself still judges
+
+
 async def test_a_real_start_is_recorded_with_its_phases_and_model(tmp_path: Path) -> None:
     sc, ready_off, first = log_scenario("sglang-ok-01.log", T0)
     expected = json.loads((LOGS / "sglang-ok-01.expected.json").read_text())

@@ -325,10 +325,7 @@ class HostModel:
 
     def state(self, now: float) -> HostState:
         """The current snapshot, with its verdict judged at ``now`` (epoch seconds)."""
-        cached = self._cached
-        if cached is None or cached[0] != self.version:
-            cached = self._cached = (self.version, self._build())
-        base = cached[1]
+        base = self.facts()
         v = verdict_for(base, now, self.stall_after)
         judged = self._judged
         if judged is not None and judged[0] is base and judged[1] == v:
@@ -336,6 +333,15 @@ class HostModel:
         out = base if v == base.verdict else dataclasses.replace(base, verdict=v)
         self._judged = (base, v, out)
         return out
+
+    def facts(self) -> HostState:
+        """The current snapshot as built, its verdict not judged at any time (the verdict field
+        is stale): for what does not depend on the clock (state, phases, identity, counts), such
+        as the start history, which looked every second per host and judged a verdict each time."""
+        cached = self._cached
+        if cached is None or cached[0] != self.version:
+            cached = self._cached = (self.version, self._build())
+        return cached[1]
 
     def _build(self) -> HostState:
         unit = self._unit

@@ -266,7 +266,7 @@ class HostWatcher:
         if h is None or not h.ok:
             return
         async with self._history_lock:
-            s = self.state()
+            s = self.model.facts()  # nothing here depends on the verdict: not judged every second
             if s.state in ("ready", "failed") and s.start_began is not None:
                 mark = (round(s.start_began, 3), s.state)
                 if mark != self._recorded:
