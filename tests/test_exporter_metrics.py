@@ -204,7 +204,7 @@ def full_state(i: int) -> HostState:
     a verdict), and a long hostile name."""
     typical = Typical(f"gpu-{i}", "sglang.service", None, None, n=3, total_s=200.0, phases=(("weights", 60.0, 3),))
     return replace(LOADING, host=f"gpu-{i}", phase="weights", progress=Progress("weights", 3, 8), typical=typical,
-                   gpu_orphans=(GpuOrphan(5, "p", 100, 0),), verdict=Verdict("warning", "s", kind="stalled"))
+                   gpu_orphans=(GpuOrphan(5, "p", 100, 0),), verdict=Verdict("warning", "s", kind="suspect"))
 
 
 def test_promtool_accepts_the_output_and_50_hosts_stay_under_the_bound() -> None:

@@ -131,7 +131,7 @@ class _Families:
         self.progress = g("upwatch_phase_progress_ratio", "The current phase's progress bar, done/total (0..1); "
                           "absent without a bar.", labels=_HOST_LABELS)
         self.eta = g("upwatch_ready_eta_seconds", "Seconds to ready from earlier comparable starts; absent when "
-                     "unknown.", labels=_HOST_LABELS)
+                     "unknown or the start looks hung.", labels=_HOST_LABELS)
         self.start_time = g("upwatch_start_time_seconds", "When the current start began (Unix time); absent "
                             "before a start was seen.", labels=_HOST_LABELS)
         self.loop = g("upwatch_restart_loop", "1 while two or more starts failed with no ready between them.",

@@ -374,8 +374,10 @@ class HostCard(Widget, can_focus=True):
                 parts.append(f"in {label} {duration(now - s.phase_began)}{usual}")
             else:
                 parts.append(f"in {label}")
-            if e is not None and e.remaining_s is not None:
-                parts.append("slower than usual" if e.slower else f"ready in {about(e.remaining_s)}")
+            if e is not None and e.slower:
+                parts.append("slower than usual")
+            elif e is not None and e.remaining_s is not None:
+                parts.append(f"ready in {about(e.remaining_s)}")
             if now and s.start_began is not None:
                 parts.append(f"since start {duration(now - s.start_began)}")
         elif s.state == "ready":
