@@ -191,18 +191,26 @@ def format_host(spec: HostSpec, s: HostState, connection: str | None = None, now
     return "\n".join([head] + [f"  {k.ljust(width)}  {one_line(v)}" for k, v in rows]) + "\n"
 
 
+def _unread(s: HostState) -> str | None:
+    """Why nothing about the start is known, in a few words (``not reached``; ``cannot read the
+    unit or journal`` while nothing was read), or None: the one rule of :func:`known_state` and
+    :func:`state_text`."""
+    kind = s.verdict.kind if s.verdict is not None else ""
+    if kind == "ssh" or (s.stale_since is not None and s.updated is None):
+        return "not reached"
+    if kind == "cannot_see" and s.state == "waiting" and s.unit_state is None:
+        return "cannot read the unit or journal"
+    return None
+
+
 def known_state(s: HostState) -> tuple[str, str | None]:
     """``(state, phase)`` as the JSON forms give them (``status --json``, ``--watch``, the MCP
     tools): ``unknown`` where :func:`state_text` says it (never reached; the unit and journal
     cannot be read and nothing was), not the model's ``waiting``, which reads as "no start yet"; and
     no phase (null) before a log line was read: a default phase is not a fact."""
-    kind = s.verdict.kind if s.verdict is not None else ""
     if s.state != "waiting":
         return s.state, s.phase
-    if kind == "ssh" or (s.stale_since is not None and s.updated is None) or (
-            kind == "cannot_see" and s.unit_state is None):
-        return "unknown", None
-    return "waiting", None
+    return ("unknown" if _unread(s) is not None else "waiting"), None
 
 
 def state_text(s: HostState) -> str:
@@ -210,12 +218,10 @@ def state_text(s: HostState) -> str:
     (35%)``; the phase only once a log line was read (a default phase is not a fact); ``unknown``
     when the host was never reached or its unit and journal cannot be read and nothing was;
     ``no such unit`` for ``LoadState=not-found``."""
-    kind = s.verdict.kind if s.verdict is not None else ""
+    why = _unread(s)
+    if why is not None:
+        return f"unknown ({why})"
     nothing = s.state == "waiting"  # the model's word for "no log line and no start seen yet"
-    if kind == "ssh" or (s.stale_since is not None and s.updated is None):
-        return "unknown (not reached)"
-    if kind == "cannot_see" and nothing and s.unit_state is None:
-        return "unknown (cannot read the unit or journal)"
     if s.unit_state is not None and s.unit_state.load_state == "not-found":
         return "no such unit"
     if nothing:
