@@ -1,6 +1,6 @@
 """Whatever collected the log, the reading is the same: every fixture, wrapped the ways operators
 get their logs (`docker logs -t`, `kubectl logs --prefix [--timestamps]`, docker compose, `grep -n`),
-reads as it does bare."""
+reads as it does bare; so does a log with a date in front that crosses the new year."""
 
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ WRAPPERS = {
     "kubectl-prefix-timestamps": lambda i, line: b"[pod/sglang-7d9f/sglang] 2025-03-08T12:30:00.123456789Z " + line,
     "compose": lambda i, line: b"server-1  | " + line,
     "grep-n": lambda i, line: str(i).encode() + b":" + line,
+    # A date in front whose first number grows (the new year) is no grep -n number: the log must
+    # not lose its dates from there on (it did: 2025 > 2024 read as two growing line numbers).
+    "dated-over-new-year": lambda i, line: (b"2024-12-31 23:59:59 " if i < 8 else b"2025-01-01 00:00:00 ") + line,
 }
 # Logs that already carry a wrapper of their own (syslog, grep -n, a gutter) are read bare only.
 CASES = [p for p in log_cases() if p.stem not in {
