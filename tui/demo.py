@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from importlib import resources
 from typing import Any
 
-from probes.transport.replay.scenario import (Gpu, GpuFrame, HealthFrame, Scenario, UnitFrame, journal_value,
-                                              stamp_journal)
+from probes.transport.replay.scenario import Gpu, HealthFrame, Scenario, UnitFrame, journal_value, stamp_journal
+from tui.demo_pieces import (gpu_frames, h100, h200, idle_tail, message_text, piecewise, started_record,
+                             stdout_record)
 
 #: Where the source files live inside the installed package (``package-data``: ``scenarios/*``).
 SCENARIO_FILES = ("sglang-startup.all.jsonl", "vllm-restart-loop.all.jsonl", "sglang-ok-03.log",
@@ -53,83 +54,6 @@ def demo_scenarios(start: float) -> list[Scenario]:
     return [sglang_ready(start), vllm_restart_loop(start), sglang_graph_stall(start), trtllm_download_ready(start)]
 
 
-# --- shared pieces --------------------------------------------------------------------------------
-
-H100 = "NVIDIA H100 80GB HBM3"
-
-
-def _h100(i: int, tag: str) -> Gpu:
-    # Totals, limit, idle and gpu-burn load figures: the real H100 capture (tests/fixtures/nvidia-smi/query-gpu.*.csv).
-    return Gpu(i, f"GPU-00000000-0000-0000-0000-0000000000{tag}{i}", H100, 81559, 700.0,
-               69.85 + (1.37, 0.0, 2.16, 0.84)[i % 4], 631.95, 33 + (2, 0, 1, 3)[i % 4], 59)
-
-
-def _h200(i: int) -> Gpu:
-    # The real H200 capture: 143771 MiB, 700 W; idle 77.71 W / 28 C, load 627.40 W / 52 C.
-    return Gpu(i, f"GPU-00000000-0000-0000-0000-0000000000c{i}", "NVIDIA H200", 143771, 700.0,
-               77.71 + (0.0, 1.12, 0.64, 2.03, 0.37, 1.58, 0.91, 0.22)[i], 627.40, 28 + (0, 2, 1, 3, 0, 2, 1, 4)[i], 52)
-
-
-def _stdout_record(*, host: str, machine: str, boot: str, unit: str, invocation: str, stream: str, pid: int,
-                   comm: str, exe: str, cmdline: str, ident: str, message: str | bytes,
-                   **extra: str) -> dict[str, Any]:
-    """A service-output record with the fields (and key order) of the real systemd 252 records in
-    ``sglang-startup.all.jsonl``."""
-    rec: dict[str, Any] = {
-        "_UID": "0", "PRIORITY": "6", "_HOSTNAME": host, "__CURSOR": "", "_BOOT_ID": boot, "_CMDLINE": cmdline,
-        "_RUNTIME_SCOPE": "system", "_GID": "0", "_PID": str(pid), "_TRANSPORT": "stdout", "_MACHINE_ID": machine,
-        "_COMM": comm, "_EXE": exe, "_SYSTEMD_INVOCATION_ID": invocation, "_STREAM_ID": stream,
-        "SYSLOG_FACILITY": "3", "_SYSTEMD_SLICE": "system.slice", "_SYSTEMD_UNIT": unit,
-        "__MONOTONIC_TIMESTAMP": "", "SYSLOG_IDENTIFIER": ident, "_CAP_EFFECTIVE": "1ffffffffff",
-        "__REALTIME_TIMESTAMP": "", "MESSAGE": journal_value(message), "_SYSTEMD_CGROUP": f"/system.slice/{unit}",
-    }
-    rec.update(extra)
-    return rec
-
-
-def _started_record(template: dict[str, Any], *, host: str, machine: str, boot: str, unit: str, description: str,
-                    invocation: str, job_id: int) -> dict[str, Any]:
-    """PID 1's ``Started UNIT - Description.`` record, field for field as systemd 252 wrote it
-    (``sglang-startup.all.jsonl`` record 1), for another host and unit."""
-    rec = dict(template)
-    rec.update({"_HOSTNAME": host, "_MACHINE_ID": machine, "_BOOT_ID": boot, "UNIT": unit,
-                "INVOCATION_ID": invocation, "JOB_ID": str(job_id), "MESSAGE": f"Started {unit} - {description}."})
-    return rec
-
-
-def _piecewise(x: float, points: Sequence[tuple[float, float]]) -> float:
-    """Linear interpolation through ``points`` (x ascending); constant outside."""
-    if x <= points[0][0]:
-        return points[0][1]
-    for (x0, y0), (x1, y1) in zip(points, points[1:]):
-        if x <= x1:
-            return y0 if x1 == x0 else y0 + (y1 - y0) * (x - x0) / (x1 - x0)
-    return points[-1][1]
-
-
-def _frames(n: int, points: Iterable[tuple[float, Sequence[int | None] | int | None, Sequence[int | None] | int | None]]
-            ) -> tuple[GpuFrame, ...]:
-    """GPU keyframes from ``(offset, memory, util)`` where each value is per GPU or one for all."""
-    out = []
-    for t, mem, util in points:
-        m = tuple(mem) if isinstance(mem, (list, tuple)) else (mem,) * n
-        u = tuple(util) if isinstance(util, (list, tuple)) else (util,) * n
-        out.append(GpuFrame(float(t), m, u))
-    out.sort(key=lambda f: f.offset_s)
-    return tuple(out)
-
-
-def _idle_tail(n: int, t0: float, t1: float, mem: Sequence[int], pattern: Sequence[int]) -> list:
-    """Idle-with-a-little-load keyframes every 15 s from ``t0`` to ``t1``."""
-    out = []
-    t, k = t0, 0
-    while t <= t1:
-        out.append((t, list(mem), [min(100, pattern[(k + i) % len(pattern)]) for i in range(n)]))
-        t += 15.0
-        k += 1
-    return out
-
-
 # --- a. gpu-node-1: SGLang TP4 start that reaches ready -------------------------------------------
 
 #: Record number (1-based, in ``sglang-startup.all.jsonl``) -> scenario offset (s). Records between
@@ -153,7 +77,7 @@ def sglang_ready(start: float) -> Scenario:
     points = [(t_orig[n - 1], off) for n, off in anchors]
     timed: list[tuple[float, dict[str, Any]]] = []
     for r, t in zip(recs, t_orig):
-        timed.append((_piecewise(t, points), r))
+        timed.append((piecewise(t, points), r))
     shard_template = recs[11]  # record 12: the 0/14 frame, written by TP0 (PID 3421)
     log = _log_lines("sglang-ok-03.log")
     for k, n in enumerate(_A_SHARD_LINES, 1):
@@ -182,7 +106,7 @@ def sglang_ready(start: float) -> Scenario:
     steady = [kv_mib + d + graph_mib for d in d_mem]
     g += [(127, steady, 9), (128, steady, 0), (140, steady, 0), (146, steady, 62), (152, steady, 100),
           (158, [m + 20 for m in steady], 31), (162, [m + 20 for m in steady], 3)]
-    g += _idle_tail(n, 177, 1800, [m + 20 for m in steady], [0, 4, 1, 5, 2, 0, 3])
+    g += idle_tail(n, 177, 1800, [m + 20 for m in steady], [0, 4, 1, 5, 2, 0, 3])
 
     unit = "sglang.service"
     base = {"Restart": "on-failure", "RestartUSec": "10s", "Description": "SGLang server",
@@ -208,8 +132,8 @@ def sglang_ready(start: float) -> Scenario:
     health = (HealthFrame(0.0, "refused"), HealthFrame(A_UVICORN_S, 503), HealthFrame(A_READY_S, 200))
     return Scenario(
         host="gpu-node-1", unit=unit, engine="sglang", port=30000, model="/home/user/Qwen/QwQ-32B", start=start,
-        gpus=tuple(_h100(i, "a") for i in range(n)), journal=journal, unit_timeline=tuple(units),
-        gpu_timeline=_frames(n, g), health=health, max_model_len=131072,
+        gpus=tuple(h100(i, "a") for i in range(n)), journal=journal, unit_timeline=tuple(units),
+        gpu_timeline=gpu_frames(n, g), health=health, max_model_len=131072,
         boot_id=recs[0]["_BOOT_ID"], seqnum_id=seqnum, monotonic_start_us=mono0,
         notes="SGLang 0.4.3 TP4 start of QwQ-32B that reaches ready")
 
@@ -286,7 +210,7 @@ def vllm_restart_loop(start: float) -> Scenario:
         host="gpu-node-2", unit=unit, engine="vllm", port=8000, model="meta-llama/Llama-3.2-11B-Vision-Instruct",
         start=start, gpus=tuple(Gpu(i, f"GPU-00000000-0000-0000-0000-0000000000d{i}", "NVIDIA A10", 23028, 150.0,
                                     16.21 + i * 0.87, 148.60, 31 + i, 71) for i in range(n)),
-        journal=journal, unit_timeline=tuple(sorted(units, key=lambda f: f.offset_s)), gpu_timeline=_frames(n, g),
+        journal=journal, unit_timeline=tuple(sorted(units, key=lambda f: f.offset_s)), gpu_timeline=gpu_frames(n, g),
         health=(HealthFrame(0.0, "refused"),), max_model_len=8192,
         boot_id=recs[0]["_BOOT_ID"], seqnum_id=seqnum, monotonic_start_us=mono0,
         notes="vLLM 0.6.x TP2 CUDA OOM in the profile run, three times, then the start limit")
@@ -323,12 +247,12 @@ def sglang_graph_stall(start: float) -> Scenario:
         else:
             r = pid - 4301
             comm, cmd, exe = "sglang::schedul", f"sglang::scheduler_DP{r}_TP{r}", "/usr/bin/python3.12"
-        return _stdout_record(host=_C_HOST["host"], machine=_C_HOST["machine"], boot=_C_HOST["boot"],
+        return stdout_record(host=_C_HOST["host"], machine=_C_HOST["machine"], boot=_C_HOST["boot"],
                               unit=_C_HOST["unit"], invocation=_C_HOST["invocation"], stream=_C_HOST["stream"],
                               pid=pid, comm=comm, exe=exe, cmdline=cmd, ident="python3.12", message=text, **extra)
 
     timed: list[tuple[float, dict[str, Any]]] = [
-        (0.0, _started_record(template, host=_C_HOST["host"], machine=_C_HOST["machine"], boot=_C_HOST["boot"],
+        (0.0, started_record(template, host=_C_HOST["host"], machine=_C_HOST["machine"], boot=_C_HOST["boot"],
                               unit=_C_HOST["unit"], description="SGLang server", invocation=_C_HOST["invocation"],
                               job_id=2207)),
     ]
@@ -378,8 +302,8 @@ def sglang_graph_stall(start: float) -> Scenario:
              UnitFrame(51.0, {"MemoryCurrent": 712_964_571_136})]
     return Scenario(
         host="gpu-node-3", unit=unit, engine="sglang", port=30000, model="deepseek-ai/DeepSeek-R1", start=start,
-        gpus=tuple(_h200(i) for i in range(n)), journal=journal, unit_timeline=tuple(units),
-        gpu_timeline=_frames(n, g), health=(HealthFrame(0.0, "refused"),), max_model_len=163840,
+        gpus=tuple(h200(i) for i in range(n)), journal=journal, unit_timeline=tuple(units),
+        gpu_timeline=gpu_frames(n, g), health=(HealthFrame(0.0, "refused"),), max_model_len=163840,
         boot_id=_C_HOST["boot"], seqnum_id="5e9e0000000000000000000000000003", monotonic_start_us=4_318_220_517,
         notes="SGLang DP/TP8 DeepSeek start stuck at 'Capturing batches 0/34'")
 
@@ -465,12 +389,12 @@ def trtllm_download_ready(start: float) -> Scenario:
     t0 = min(spread) - _D_LEAD_S
     template = _jsonl("sglang-startup.all.jsonl")[0]
     timed: list[tuple[float, dict[str, Any]]] = [
-        (0.0, _started_record(template, host=_D_HOST["host"], machine=_D_HOST["machine"], boot=_D_HOST["boot"],
+        (0.0, started_record(template, host=_D_HOST["host"], machine=_D_HOST["machine"], boot=_D_HOST["boot"],
                               unit=_D_HOST["unit"], description="TensorRT-LLM server (gpt-oss-120b)",
                               invocation=_D_HOST["invocation"], job_id=3115))]
     for (_, text), t in zip(kept, spread):
         msg = "\r" + text if _tqdm(text) else text  # tqdm writes "\r" before every frame
-        timed.append((t - t0, _stdout_record(
+        timed.append((t - t0, stdout_record(
             host=_D_HOST["host"], machine=_D_HOST["machine"], boot=_D_HOST["boot"], unit=_D_HOST["unit"],
             invocation=_D_HOST["invocation"], stream=_D_HOST["stream"], pid=_D_DOCKER_PID, comm="docker",
             exe="/usr/bin/docker", cmdline=_D_CMDLINE, ident="docker", message=msg)))
@@ -478,7 +402,7 @@ def trtllm_download_ready(start: float) -> Scenario:
                             monotonic_start_us=9_804_733_104)
 
     def at(pred) -> float:
-        return next(e.offset_s for e in journal if pred(_text(e.fields)))
+        return next(e.offset_s for e in journal if pred(message_text(e.fields)))
 
     t_serve = at(lambda s: s.startswith("Starting trtllm-serve"))
     t_weights = at(lambda s: "Use 63.32 GB for model weights" in s)
@@ -498,7 +422,7 @@ def trtllm_download_ready(start: float) -> Scenario:
     g += [(t_loaded, 1210 + w_mib, 2), (t_tune, 74_210, 35), (t_tune + 10, 74_690, 88),
           (t_tune + 20, 75_020, 41), (t_tune + 30, 75_410, 93), (t_tune + 40, 75_700, 76),
           (t_graph_end, 76_012, 64), (t_ready, 76_012, 3)]
-    g += _idle_tail(1, t_ready + 15, 1800, [76_012], [0, 2, 1, 3, 0])
+    g += idle_tail(1, t_ready + 15, 1800, [76_012], [0, 2, 1, 3, 0])
 
     unit = _D_HOST["unit"]
     units = [UnitFrame(-30.0, {"Restart": "on-failure", "RestartUSec": "10s",
@@ -512,17 +436,10 @@ def trtllm_download_ready(start: float) -> Scenario:
                                  "ActiveEnterTimestampMonotonic": -0.0087, "ControlGroup": f"/system.slice/{unit}",
                                  "MemoryCurrent": 61_865_984, "InvocationID": _D_HOST["invocation"]})]
     health = (HealthFrame(0.0, "refused"), HealthFrame(t_ready, 200))
-    gpu = _h100(0, "b")
+    gpu = h100(0, "b")
     return Scenario(
         host="gpu-node-4", unit=unit, engine="trtllm", port=8355, model="openai/gpt-oss-120b", start=start,
-        gpus=(gpu,), journal=journal, unit_timeline=tuple(units), gpu_timeline=_frames(1, g),
+        gpus=(gpu,), journal=journal, unit_timeline=tuple(units), gpu_timeline=gpu_frames(1, g),
         health=health, max_model_len=86720, boot_id=_D_HOST["boot"], seqnum_id="5e9e0000000000000000000000000004",
         monotonic_start_us=9_804_733_104,
         notes="TensorRT-LLM 1.1.0rc3 on a DGX Spark: downloads, loads gpt-oss-120b, ready")
-
-
-def _text(fields: dict[str, Any]) -> str:
-    m = fields.get("MESSAGE")
-    if isinstance(m, list):
-        return bytes(m).decode("utf-8", "replace").lstrip("\r")
-    return "" if m is None else str(m)
