@@ -278,7 +278,7 @@ def test_no_other_module_defines_its_own_control_character_rules() -> None:
 
 @pytest.mark.parametrize("module", [
     "probes.logs.logline", "probes.sources.gpu_cells", "probes.sources.health", "probes.fold.notify", "probes.transport.runner", "widgets.text",
-    "tui.notify", "tui.config", "tui.status", "tui.wait", "tui.history", "tui.actions", "tui.app", "tui.cli",
+    "tui.notify", "tui.config_text", "tui.status", "tui.wait", "tui.history", "tui.actions", "tui.app", "tui.cli",
 ])
 def test_every_former_sanitiser_site_uses_the_one_sanitiser(module: str) -> None:
     mod = importlib.import_module(module)
