@@ -80,3 +80,27 @@ def test_an_unprefixed_line_goes_to_the_last_services_reader() -> None:
     assert web is not None and vllm is not None and web is not vllm
     assert services.route(bar) is vllm and bar.service == "vllm-1"
     assert sorted(services.subs) == ["vllm-1", "web-1"]
+
+
+def test_a_start_systemd_saw_end_has_its_last_phase_end_there() -> None:
+    # Real logs: the lines after "Main process exited" / "Failed with result" (the restart wait,
+    # the start limit) are no part of the start: its last phase ends at the first of systemd's
+    # lines that say it ended, not at the log's last line.
+    from pathlib import Path
+
+    from probes.sources.logfile import read_path
+
+    fixtures = Path(__file__).parent / "fixtures"
+    journal = read_path(str(fixtures / "journal" / "vllm-restart-loop.all.jsonl"))
+    # Init from 03:23:35 (line 30) to "Main process exited" at 03:23:48; the log ends at 03:23:53.
+    assert [(p.phase, p.line, p.duration_s) for p in journal.phases] == [("weights", 28, 0.0), ("init", 30, 13.0)]
+    text = read_path(str(fixtures / "logs-extra" / "ollama-restart-loop-port-14.log"))
+    # The last start: its one line and "Failed with result" in the same second, then the restart
+    # counter's line 3 s later: 0 s, not 3.
+    assert text.state == "failed" and [p.duration_s for p in text.phases] == [0.0]
+    reader = StartupReader()
+    for raw in (b"Jul 17 17:10:58 ollama[450341]: Error: listen tcp 127.0.0.1:11434: bind: address already in use",
+                b"Jul 17 17:11:01 ollama[450341]: Error: listen tcp 127.0.0.1:11434: bind: address already in use"):
+        reader.feed_bytes(raw)
+    # With no end from systemd, the phase runs to the last timestamped line.
+    assert [p.duration_s for p in reader.reading().phases] == [3.0]

@@ -100,7 +100,15 @@ class StartHistory:
     def systemd(self, kind: str, m: re.Match[str], ln: Line, engine: str | None) -> None:
         """A line systemd wrote about the unit, of a lifecycle rule's ``kind`` (``started``,
         ``exited``, ``result``, ``restart``, ``job_failed``, ``gave_up``, ``stopping``,
-        ``stopped``, ``deactivated``) with the rule's match ``m`` (``engine``: for hints)."""
+        ``stopped``, ``deactivated``) with the rule's match ``m`` (``engine``: for hints). The first
+        timestamped line that ends a start is its :attr:`~probes.logs.starts.Start.end`."""
+        self._lifecycle(kind, m, ln, engine)
+        cur = self.current
+        if cur.ended and cur.end is None and ln.stamp is not None:
+            cur.end = self.timeline.mark("", ln)
+
+    def _lifecycle(self, kind: str, m: re.Match[str], ln: Line, engine: str | None) -> None:
+        """:meth:`systemd`'s change of the starts for one line."""
         start = self.current
         timeline = self.timeline
         if kind == "started":
@@ -200,7 +208,9 @@ class StartHistory:
             marks = [first] if first is not None else []
             phase_i = _STARTING
         phase = PHASES[phase_i] if phase_i >= 0 else "starting"
-        phases = self.timeline.phase_marks(marks)
+        # A start systemd saw end: its last phase ran to that line, not to the log's last one.
+        end = cur.end if cur.ended and cur.end is not None and (not marks or cur.end.line >= marks[-1].line) else None
+        phases = self.timeline.phase_marks(marks, end)
         progress = None
         if cur.last_bar_phase is not None:
             same = [b for b in cur.bars.values() if b[0] == cur.last_bar_phase]

@@ -85,6 +85,7 @@ class Start:
     output: bool = False                # the server itself wrote a line in this start
     banners: set[str] = field(default_factory=set)  # the banner rules (patterns) seen in this start
     ended: bool = False                 # systemd says the process is gone
+    end: Mark | None = None             # systemd's first line saying so (with a time): where the start's last phase ends
     exited: bool = False                # ... with a "Main process exited" line
     stopping: bool = False              # systemd is stopping it on purpose
     invocation: str | None = None

@@ -65,12 +65,15 @@ class Timeline:
         """A new start: only the current start's marks are ever shown, so only they need a year."""
         self.waiting.clear()
 
-    def phase_marks(self, marks: list[Mark]) -> tuple[PhaseMark, ...]:
+    def phase_marks(self, marks: list[Mark], end_mark: Mark | None = None) -> tuple[PhaseMark, ...]:
         """The marks (in line order) as phase marks: each one's time, and its duration in seconds
-        up to the next mark, the last one's up to the last timestamped line (None without times)."""
+        up to the next mark, the last one's up to ``end_mark`` (the line where the start ended,
+        when it did) or else the last timestamped line (None without times)."""
         times = [resolve(mk) for mk in marks]
         end = None
-        if self.last_stamp is not None:
+        if end_mark is not None:
+            end = resolve(end_mark)
+        elif self.last_stamp is not None:
             lineno, stamp, prev = self.last_stamp
             end = resolve(Mark("", lineno, "", stamp, prev))
         out = []
