@@ -17,9 +17,7 @@ from __future__ import annotations
 import io
 import itertools
 import os
-import shutil
 import stat
-import subprocess
 from collections.abc import Callable, Iterator
 from typing import IO, TYPE_CHECKING, TypeVar
 
@@ -441,6 +439,9 @@ class _HeadThen(io.RawIOBase):
 
 def _read_journal_file(path: str, engine: str | None, unit: str | None,
                        on_line: Callable[[StartupReader], None] | None, info: dict[str, object] | None) -> Reading:
+    import shutil  # only a binary journal needs them (a text log is read without)
+    import subprocess
+
     exe = shutil.which("journalctl")
     if exe is None:
         raise LogReadError(f"{path} is a binary journal file and journalctl is not installed to read it")
