@@ -207,3 +207,26 @@ def test_the_scan_judges_each_template_once() -> None:
     assert scan.may_matter(later * 40, 0, 200) == ([k for k in range(200) if k % 5 in (3, 4)],
                                                    set(range(3, 200, 5)))
     assert (texts.scanned, words.scanned) == seen
+
+
+class _CountingClasses(dict[bytes, int]):
+    """The scan's classes, counting the look-ups."""
+
+    looks = 0
+
+    def get(self, key: bytes, default: int | None = None) -> int | None:  # type: ignore[override]
+        self.looks += 1
+        return super().get(key, default)
+
+
+def test_a_window_of_quiet_templates_costs_no_look_a_line() -> None:
+    # A serving log's window holds a few templates, all quiet: the scan looks each one up once and
+    # names no line, without a look for each of the 1,000 lines; one line that matters among them
+    # is named, at its place.
+    scan = blockscan.BlockScan(matcher_for("sglang"), quiet._CUE_WORDS)
+    scan._classes = classes = _CountingClasses()
+    serving = [HEALTH, DECODE, POST, b"2025-03-08 12:30:04 " + HEALTH] * 250
+    assert scan.may_matter(serving, 0, len(serving)) == ([], set())
+    assert classes.looks <= 4
+    loud = serving[:500] + [b"[2025-03-08 12:30:04] ERROR:    Exception in ASGI application"] + serving[500:]
+    assert scan.may_matter(loud, 0, len(loud)) == ([500], set())

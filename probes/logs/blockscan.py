@@ -127,13 +127,16 @@ class BlockScan:
         part = lines[start:stop] if start or stop < len(lines) else lines
         templates = b"\n".join(part).translate(_TEMPLATE).split(b"\n")
         classes = self._classes
-        new = set(templates).difference(classes)
+        seen = set(templates)
+        new = seen.difference(classes)
         if new:
             judged = self._classify(new)
             if len(classes) + len(judged) > MAX_TEMPLATES:
                 classes.clear()
             classes.update(judged)
         # A template too long to be kept is not there: it may matter.
+        if not any(map(classes.get, seen, repeat(MATTERS))):
+            return [], set()  # every line is quiet (a serving log's windows): no look a line
         got = list(map(classes.get, templates, repeat(MATTERS)))
         hits = list(compress(range(start, stop), got))
         numbers = set(compress(range(start, stop), map(NUMBER.__eq__, got))) if NUMBER in got else set()
