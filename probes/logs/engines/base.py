@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import string
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 
 from probes.data.vocab import CAUSE_STRENGTH, PHASE_INDEX
 
@@ -84,6 +84,10 @@ class Rule:
             match these.
         flags: ``re`` flags for the pattern.
         example: a real line the rule must match (checked by the tests).
+
+    The pattern is compiled on first use (:attr:`rx`): a run reads lines that try a few of the
+    rules, and compiling all of them was a tenth of ``upwatch replay``'s start-up (the tests
+    compile every one: tests/test_engine_tables.py).
     """
 
     pattern: str
@@ -108,7 +112,15 @@ class Rule:
     lifecycle: str | None = None
     flags: int = 0
     example: str = ""
-    rx: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    @cached_property
+    def rx(self) -> re.Pattern[str]:
+        """The compiled pattern (with :attr:`flags`), compiled on first use.
+
+        Raises:
+            re.error: for a pattern that is not a regular expression.
+        """
+        return re.compile(self.pattern, self.flags)
 
     def __post_init__(self) -> None:
         if self.phase is not None and self.phase not in PHASE_INDEX:
@@ -121,7 +133,6 @@ class Rule:
                 raise ValueError(f"pattern with alternation needs keys=: {self.pattern!r}")
             keys = derive_keys(self.pattern)
         object.__setattr__(self, "keys", tuple(k.lower() for k in keys))
-        object.__setattr__(self, "rx", re.compile(self.pattern, self.flags))
         if self.cause is not None and not self.strength:
             object.__setattr__(self, "strength", CAUSE_STRENGTH[self.cause])
 
@@ -212,22 +223,25 @@ class Matcher:
     ``match(msg)`` returns ``[(rule, match), ...]`` for every rule that matches, in table order.
     """
 
-    __slots__ = ("rules", "_index", "_keys", "_literals")
+    __slots__ = ("rules", "_rows", "_index", "_keys", "_literals")
 
     def __init__(self, rules: tuple[Rule, ...] | list[Rule]) -> None:
         self.rules = tuple(rules)
-        # key -> ((row id, rule index, regex, literal head), ...), from each rule's rows (see
-        # _rule_entries). A row id names one regex of one rule (the same under each of its keys),
-        # in table order: a line with several keys sorts and dedupes its rows by it, never
-        # hashing a Pattern (which hashes its whole code, every time).
-        index: dict[bytes, list[tuple[int, int, re.Pattern[str], str | None]]] = {}
+        # key -> ((row id, rule index, branch, literal head), ...), from each rule's rows (see
+        # _rule_entries; branch None: the rule's whole pattern). A row id names one regex of one
+        # rule (the same under each of its keys), in table order: a line with several keys sorts
+        # and dedupes its rows by it, never hashing a Pattern (which hashes its whole code, every
+        # time).
+        rows: dict[bytes, list[tuple[int, int, str | None, str | None]]] = {}
         ids: dict[tuple[int, str | None], int] = {}
         for i, rule in enumerate(self.rules):
-            for key, rx, head in _rule_entries(rule.pattern, rule.flags, rule.keys):
-                row = ids.setdefault((i, None if rx is None else rx.pattern), len(ids))
-                index.setdefault(key, []).append((row, i, rule.rx if rx is None else rx, head))
-        self._index = {k: tuple(v) for k, v in index.items()}
-        self._keys = frozenset(index)
+            for key, branch, head in _rule_entries(rule.pattern, rule.flags, rule.keys):
+                row = ids.setdefault((i, branch), len(ids))
+                rows.setdefault(key, []).append((row, i, branch, head))
+        self._rows = {k: tuple(v) for k, v in rows.items()}
+        # The same rows with their regexes, for the keys a line has held so far (_compiled).
+        self._index: dict[bytes, tuple[tuple[int, int, re.Pattern[str], str | None], ...]] = {}
+        self._keys = frozenset(rows)
         # For each key, texts one of which a line with the key must hold for any of its rows to
         # match, or None where a row requires none: may_match's index, filled as keys come up.
         self._literals: dict[bytes, tuple[str, ...] | None] = {}
@@ -243,9 +257,10 @@ class Matcher:
         cands: tuple[tuple[int, int, re.Pattern[str], str | None], ...] | list[
             tuple[int, int, re.Pattern[str], str | None]]
         if len(hits) == 1:
-            cands = index[next(iter(hits))]
+            key = next(iter(hits))
+            cands = index.get(key) or self._compiled(key)
         else:
-            cands = sorted({c[0]: c for k in hits for c in index[k]}.values())
+            cands = sorted({c[0]: c for k in hits for c in (index.get(k) or self._compiled(k))}.values())
         out = []
         rules = self.rules
         last = -1
@@ -286,6 +301,14 @@ class Matcher:
         return False
 
 
+    def _compiled(self, key: bytes) -> tuple[tuple[int, int, re.Pattern[str], str | None], ...]:
+        """``key``'s rows with their regexes (compiled now, the first time a line holds ``key``)."""
+        rules = self.rules
+        got = self._index[key] = tuple(
+            (row, i, rules[i].rx if branch is None else re.compile(branch, rules[i].flags), head)
+            for row, i, branch, head in self._rows[key])
+        return got
+
     @property
     def keys(self) -> frozenset[bytes]:
         """Every key word of the rules (lower-case bytes, as :func:`words_of` gives words)."""
@@ -306,15 +329,18 @@ class Matcher:
     def _required(self, key: bytes) -> tuple[str, ...] | None:
         """The texts one of which a line must hold for a row of ``key`` to match (each row's
         :func:`required_literals`), or None when a row requires none."""
-        found = [required_literals(rx.pattern, rx.flags & ~re.UNICODE) for _, _, rx, _ in self._index[key]]
+        rules = self.rules
+        found = [required_literals(rules[i].pattern if branch is None else branch, rules[i].flags)
+                 for _, i, branch, _ in self._rows[key]]
         return None if None in found else tuple(sorted({t for f in found if f for t in f}))
 
 
 @cache
 def _rule_entries(pattern: str, flags: int, keys: tuple[str, ...]
-                  ) -> tuple[tuple[bytes, re.Pattern[str] | None, str | None], ...]:
-    """A rule's rows in a :class:`Matcher`'s index: ``(key, regex, head)``, regex None for the
-    rule's own ``rx``, head its :func:`literal_head` (or None). Cached: every engine's matcher holds the shared rules, and an engine switch builds one.
+                  ) -> tuple[tuple[bytes, str | None, str | None], ...]:
+    """A rule's rows in a :class:`Matcher`'s index: ``(key, branch, head)``, branch None for the
+    rule's whole pattern (its ``rx``), else one of its top-level branches (compiled with the rule's
+    flags), head its :func:`literal_head` (or None). Cached: every engine's matcher holds the shared rules, and an engine switch builds one.
 
     A rule "A|B|C" is tried, for a key, only through the branches holding that key: a branch
     that starts with a literal is a fast search in `re`, an alternation is not.
@@ -325,12 +351,12 @@ def _rule_entries(pattern: str, flags: int, keys: tuple[str, ...]
     # that no key leads to) and there are no named groups to keep together.
     split = (branch_words and "(?P" not in pattern
              and all(any(k in w for k in keys) for w in branch_words))
-    out: list[tuple[bytes, re.Pattern[str] | None, str | None]] = []
+    out: list[tuple[bytes, str | None, str | None]] = []
     whole = literal_head(pattern, flags)
     for key in keys:
         mine = [b for b, w in zip(branches, branch_words) if key in w]
         if split and mine:
-            out += [(key.encode(), re.compile(branch, flags), literal_head(branch, flags)) for branch in mine]
+            out += [(key.encode(), branch, literal_head(branch, flags)) for branch in mine]
         else:
             out.append((key.encode(), None, whole))
     return tuple(out)
@@ -376,8 +402,9 @@ def required_literals(pattern: str, flags: int = 0, shortest: int = 3) -> tuple[
     run of literal characters outside any group (each one there must match, in a row), or None when
     a branch has none of ``shortest`` characters or more, or the pattern has flags (a
     case-insensitive match holds no fixed text). A line that holds none of them cannot match."""
-    if (flags | re.compile(pattern).flags) & ~re.UNICODE:
-        return None  # flags given, or inline ones ("(?i)...")
+    inline = _INLINE_FLAGS_RE.match(pattern)
+    if flags & ~re.UNICODE or (inline is not None and set(inline.group()) - set("(?)u")):
+        return None  # flags given, or inline ones ("(?i)...": read, not compiled)
     out = []
     for branch in split_alternation(pattern):
         best, run, depth, i, n = "", "", 0, 0, len(branch)
@@ -420,6 +447,9 @@ def required_literals(pattern: str, flags: int = 0, shortest: int = 3) -> tuple[
         out.append(best)
     return tuple(out)
 
+
+#: Global inline flags ("(?i)", "(?s)(?m)"): Python allows them only at the start of a pattern.
+_INLINE_FLAGS_RE = re.compile(r"(?:\(\?[aiLmsux]+\))+")
 
 #: What may come before a pattern's literal head: a word boundary, spaces (none or some).
 _ZERO_OR_SPACE = ("\\b", "\\s*", "\\s+")
