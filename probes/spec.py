@@ -48,6 +48,13 @@ def normalize_unit(unit: str) -> str:
     return unit
 
 
+#: Where a notice can go: the terminal bell, a toast in the dashboard, a desktop notification
+#: (``notify-send``), a webhook (HTTP POST of JSON) (:mod:`probes.fold.notify` sends them; here, with
+#: the host's settings, so that reading the configuration does not import the notices).
+CHANNELS = ("bell", "toast", "desktop", "webhook")
+#: Channels of a host whose configuration names none.
+DEFAULT_CHANNELS = ("bell", "toast")
+
 #: Default HTTP port per engine id of ``probes.logs.engines.ENGINES`` (the servers' own defaults);
 #: every engine has one (tests/test_engine_lists.py), so the health probe never guesses a port.
 DEFAULT_PORTS = {"sglang": 30000, "vllm": 8000, "tgi": 80, "llamacpp": 8080, "trtllm": 8000, "ollama": 11434}
@@ -81,7 +88,7 @@ class HostSpec:
             per-phase defaults.
         hf_cache: the Hugging Face hub cache folder on the host (what ``HF_HUB_CACHE`` names, e.g.
             ``/data/hf/hub``); None: found from the unit's ``Environment=`` and ``User=``.
-        notify: where this host's notices go (:data:`probes.fold.notify.CHANNELS`: ``bell``,
+        notify: where this host's notices go (:data:`CHANNELS`: ``bell``,
             ``toast``, ``desktop``, ``webhook``).
         webhook_url: the ``http(s)`` URL the ``webhook`` channel POSTs to, or None.
     """

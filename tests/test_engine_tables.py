@@ -351,3 +351,19 @@ def test_a_vllm_engine_core_lagging_its_tp_workers_does_not_hold_the_host_back()
                _v1("Worker_TP0", "Starting to load model m..."),
                _v1("Worker_TP0", "Available KV cache memory: 10.14 GiB")])
     assert r.phase == "init"     # TP1 has said nothing yet: the workers seen are all in init
+
+
+def test_a_rule_is_compiled_when_a_line_first_tries_it() -> None:
+    # Compiling every rule of every table was a tenth of `upwatch replay`'s start-up; a matcher,
+    # its key look-ups and the literals the quiet path needs compile none, and a line compiles
+    # only the rules its key words select. (Every pattern compiles: the test above tries each.)
+    rules = [Rule(r.pattern, keys=r.keys, flags=r.flags, phase=r.phase, cause=r.cause, example=r.example)
+             for r in common.RULES]
+    matcher = Matcher(rules)
+    for key in matcher.keys:
+        matcher.required(key)
+    assert [r.pattern for r in rules if "rx" in vars(r)] == []
+    line = next(r.example for r in rules if r.cause == "cuda_oom")
+    assert matcher.match(line)
+    tried = [r for r in rules if "rx" in vars(r)]
+    assert tried and len(tried) < len(rules) // 4

@@ -94,3 +94,19 @@ def test_replay_without_markdown_does_not_import_textual(tmp_path: Path) -> None
                           cwd=Path(__file__).resolve().parents[1])
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip().splitlines()[-1] == "[]", done.stderr
+
+
+def test_replay_of_a_text_log_imports_no_notices_and_no_subprocess(tmp_path: Path) -> None:
+    # `replay` reads a file: the notices (probes.fold.notify and the host state and verdict it
+    # imports, 16 ms: the configuration's schema named its channels) and subprocess (for a binary
+    # journal only) are other commands' start-up.
+    log = tmp_path / "one.log"
+    log.write_text("[2025-03-08 12:29:42] INFO:     10.0.0.11:42306 - \"GET /health HTTP/1.1\" 200 OK\n")
+    code = ("import sys, runpy; sys.argv = ['upwatch', 'replay', '--json', sys.argv[1]]\n"
+            "try:\n    runpy.run_module('tui', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "print(sorted(set(sys.modules) & {'probes.fold.notify', 'probes.data.state', 'probes.fold.verdict', "
+            "'subprocess'}), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "[]", done.stderr

@@ -9,6 +9,8 @@ against the per-line test itself, line by line, for every matcher.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ import pytest
 from probes.logs import blockscan, quiet
 from probes.logs.engines import ENGINES, matcher_for
 from probes.logs.engines.base import SCAN_CHARS
+from probes.logs.logline import DATE_OR_CLOCK_RE
 from probes.logs.reader import StartupReader
 from probes.sources.logfile import iter_lines, read_path
 
@@ -110,13 +113,18 @@ def test_lines_that_matter_among_quiet_ones_read_the_same(tail: list[bytes]) -> 
 
 def _quiet_one_by_one(raw: bytes, matcher: object) -> bool | None:
     """What the one-line path says of a line with ``matcher`` steady: True (quiet), False (it may
-    matter), None (quiet but for the number check, a line that begins with a digit)."""
+    matter), None (quiet but for the number check: a line that begins with a digit, not with a
+    date, which the check passes over whether the log is numbered or not: ``QuietLines._quiet_line``'s
+    shape, then ``StartupReader._note_number``'s DATE_OR_CLOCK_RE)."""
     text = raw.decode("utf-8", "replace")
     if not text or not text.isascii() or not text.isprintable() or len(text) > SCAN_CHARS:
         return False
     if not quiet.quiet_ascii(text, matcher):  # type: ignore[arg-type]
         return False
-    return None if text[0].isdigit() else True
+    if not text[0].isdigit():
+        return True
+    dated = text[1:2].isdigit() and text[4:5] == "-" and text[7:8] == "-" and DATE_OR_CLOCK_RE.match(text)
+    return True if dated else None
 
 
 def test_the_scan_finds_every_line_the_one_line_test_finds() -> None:
@@ -146,3 +154,99 @@ def test_replay_reads_a_file_in_blocks_as_line_by_line(tmp_path: Path) -> None:
     for raw in lines:
         one.feed_bytes(raw)
     assert repr(read_path(str(log))) == repr(one.reading(ended=True))
+
+
+def test_date_led_lines_are_quiet_in_the_scan_without_the_number_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    # "2025-02-04 21:29:21 [2025-02-04 05:29:21] INFO: ..." (a log with the journal's short-iso
+    # time before SGLang's own): its first number is a year, never grep -n evidence, so the scan
+    # keeps a run of such lines quiet with no Python per line, and the reading is the one-line way's.
+    dated = [b"2025-02-04 21:29:%02d " % (k % 60) + line for k, line in enumerate([HEALTH, DECODE, POST] * 100)]
+    lines = SGLANG_START + [HEALTH, DECODE, POST] * 30 + dated
+    one = StartupReader()
+    for raw in lines:
+        one.feed_bytes(raw)
+    block = StartupReader()
+    block.feed_lines(lines[:len(lines) - len(dated)])
+    checked: list[str] = []
+    real = StartupReader._note_number
+
+    def note_number(self: StartupReader, text: str) -> bool:
+        checked.append(text)
+        return real(self, text)
+    monkeypatch.setattr(StartupReader, "_note_number", note_number)
+    block.feed_lines(lines[len(lines) - len(dated):])
+    assert checked == []  # no date-led line went through the number check
+    assert repr(block.reading(ended=True)) == repr(one.reading(ended=True))
+    # A line that begins with a digit but not with a date still gets the check, as one by one.
+    block.feed_lines([b"41:" + HEALTH, b"42:" + POST])
+    assert checked and block._numbered
+
+
+class _Counting:
+    """An automaton's stand-in that counts the bytes it is asked to scan."""
+
+    def __init__(self, real: object) -> None:
+        self.real, self.scanned = real, 0
+
+    def find_matches_as_indexes(self, data: bytes) -> list[tuple[int, int, int]]:
+        self.scanned += len(data)
+        return self.real.find_matches_as_indexes(data)  # type: ignore[attr-defined, no-any-return]
+
+
+def test_the_scan_judges_each_template_once() -> None:
+    # Lines that differ only in their digits (times, ports, counts) are one template: the automata
+    # scan it once; later blocks of the same templates are classes looked up, and say the same.
+    scan = blockscan.BlockScan(matcher_for("sglang"), quiet._CUE_WORDS)
+    texts, words = _Counting(scan._texts), _Counting(scan._words)
+    scan._texts, scan._words = texts, words  # type: ignore[assignment]
+    first = [HEALTH, DECODE, POST, b"41:" + HEALTH, b"[2025-03-08 12:30:04] Traceback (most recent call last):"]
+    hits, numbers = scan.may_matter(first * 20, 0, 100)
+    assert hits == [k for k in range(100) if k % 5 in (3, 4)] and numbers == set(range(3, 100, 5))
+    seen = texts.scanned, words.scanned
+    assert 0 < seen[0] < sum(map(len, first)) + 10  # each template once, not each line
+    later = [raw.replace(b"2025-03-08 12:30", b"2026-11-17 09:45").replace(b"10.0.0.12:24382", b"10.0.0.98:61234")
+             .replace(b"41:", b"97:") for raw in first]
+    assert scan.may_matter(later * 40, 0, 200) == ([k for k in range(200) if k % 5 in (3, 4)],
+                                                   set(range(3, 200, 5)))
+    assert (texts.scanned, words.scanned) == seen
+
+
+class _CountingClasses(dict[bytes, int]):
+    """The scan's classes, counting the look-ups."""
+
+    looks = 0
+
+    def get(self, key: bytes, default: int | None = None) -> int | None:  # type: ignore[override]
+        self.looks += 1
+        return super().get(key, default)
+
+
+def test_a_window_of_quiet_templates_costs_no_look_a_line() -> None:
+    # A serving log's window holds a few templates, all quiet: the scan looks each one up once and
+    # names no line, without a look for each of the 1,000 lines; one line that matters among them
+    # is named, at its place.
+    scan = blockscan.BlockScan(matcher_for("sglang"), quiet._CUE_WORDS)
+    scan._classes = classes = _CountingClasses()
+    serving = [HEALTH, DECODE, POST, b"2025-03-08 12:30:04 " + HEALTH] * 250
+    assert scan.may_matter(serving, 0, len(serving)) == ([], set())
+    assert classes.looks <= 4
+    loud = serving[:500] + [b"[2025-03-08 12:30:04] ERROR:    Exception in ASGI application"] + serving[500:]
+    assert scan.may_matter(loud, 0, len(loud)) == ([500], set())
+
+
+def test_reading_a_serving_log_does_not_fault_the_heap_in_again_every_block(tmp_path: Path) -> None:
+    # The block scan copies each block twice; with 256 KiB blocks the heap grew past glibc's trim
+    # threshold and was given back after every block, then faulted in again: 6,000 page faults
+    # for these 10 MB (a third of the CPU time of a serving log's replay). A fresh interpreter,
+    # so that the heap is the command's own.
+    log = tmp_path / "serving.log"
+    log.write_bytes(b"\n".join(SGLANG_START + [HEALTH, DECODE, POST, b"2025-03-08 12:30:04 " + HEALTH] * 25000) + b"\n")
+    code = ("import resource, sys\nfrom probes.sources.logfile import read_path\n"
+            "read_path(sys.argv[1])  # the imports, the matchers and the scan built\n"
+            "before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+            "read_path(sys.argv[1])\n"
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)")
+    done = subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) < 1000  # 4 MB at most, of 10 MB read

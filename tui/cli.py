@@ -39,7 +39,6 @@ from collections.abc import Mapping, Sequence
 
 from probes.hosttext import json_text, one_line
 from probes.sources.logfile import LogReadError, read_path
-from probes.fold.notify import url_label
 from probes.spec import DEFAULT_PORTS, HostSpec
 from tui.config import (ENV_VAR, HOST_KEYS, SETTING_KEYS, Config, ConfigError, load_config, looks_like_quick_form, resolve_ssh)
 from tui.cli_args import COMMANDS, DEMO_SPEED, FLEET_HOST_SECONDS, build_dashboard_parser, build_parser
@@ -357,6 +356,8 @@ def _shown(spec: HostSpec, key: str) -> str:
     if key == "notify":
         return ", ".join(value) if value else "(none)"
     if key == "webhook_url":
+        from probes.fold.notify import url_label  # only `upwatch config` needs it (and its imports)
+
         return url_label(value)  # the path is often a secret token
     if key == "stall_after_s":
         if not value:

@@ -18,9 +18,8 @@ from typing import Any
 
 from probes.logs.engines import ENGINES
 from probes.hosttext import unsafe_char
-from probes.fold.notify import CHANNELS, DEFAULT_CHANNELS
 from probes.transport.target import parse_target
-from probes.spec import normalize_unit
+from probes.spec import CHANNELS, DEFAULT_CHANNELS, normalize_unit
 from probes.spec import HostSpec
 from probes.sources.health_target import health_target
 

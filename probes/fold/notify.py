@@ -38,11 +38,7 @@ from probes.fold.verdict import failed_words, fmt_span, stall_limit
 
 #: Notice kinds.
 KINDS = ("ready", "failed", "restart_loop", "stalled")
-#: Where a notice can go: the terminal bell, a toast in the dashboard, a desktop notification
-#: (``notify-send``), a webhook (HTTP POST of JSON).
-CHANNELS = ("bell", "toast", "desktop", "webhook")
-#: Channels of a host whose configuration names none.
-DEFAULT_CHANNELS = ("bell", "toast")
+#: Where a notice can go, and where it goes by default: :data:`probes.spec.CHANNELS`.
 
 
 

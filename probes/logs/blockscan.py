@@ -2,14 +2,20 @@
 
 :func:`~probes.logs.quiet.quiet_ascii` answers for one line at a time, in Python: a few substring
 tests, a split into words, :meth:`~probes.logs.engines.base.Matcher.may_match`. A
-:class:`BlockScan` answers for a block of lines at once, at C speed: the block is joined, lowered
-(and, for the words, translated as :func:`~probes.logs.engines.base.words_of` splits), and two
-Aho-Corasick automata (``ahocorasick_rs``: Rust's ``aho-corasick`` as a DFA, about 2 ns a
-byte), built once per matcher, find every place where a line may hold something that matters. Only the lines with a hit cost Python; the rest are the
-reader's quiet lines, taken as runs (:meth:`~probes.logs.quiet.QuietLines.feed_lines`).
+:class:`BlockScan` answers for a block of lines at once, at C speed. Each line is read as its
+*template*: the line with every ASCII digit made ``0`` (one ``bytes.translate`` of the block). A
+serving log's lines are a few templates over and over (a health probe's access line differs from
+the next one only in its time and port), and the scan judges each template once, then keeps its
+class (:data:`QUIET`, :data:`MATTERS`, :data:`NUMBER`; at most :data:`MAX_TEMPLATES`): a block of
+known templates costs a split and a dictionary look-up a line, no Python per line. New templates
+are joined, lowered (and, for the words, translated as :func:`~probes.logs.engines.base.words_of`
+splits), and two Aho-Corasick automata (``ahocorasick_rs``: Rust's ``aho-corasick`` as a DFA, about
+2 ns a byte), built once per matcher, find every place where one may hold something that matters.
+Only the lines with a hit cost Python; the rest are the reader's quiet lines, taken as runs
+(:meth:`~probes.logs.quiet.QuietLines.feed_lines`).
 
-What a hit is, for a line (each a superset of what the per-line test looks for: a line with a
-hit is read the long way, with the same result, so a false hit costs only time; a miss would be
+What a hit is, for a template (each a superset of what the per-line test looks for: a line with
+a hit is read the long way, with the same result, so a false hit costs only time; a miss would be
 a wrong reading):
 
 * the substrings :func:`~probes.logs.quiet.quiet_ascii` tests ("Error", "{", "| ", "://", ...),
@@ -20,7 +26,12 @@ a wrong reading):
 * what the per-line path leaves to the long way: a control character (tab, ``\\r``, escape codes),
   a line that is not ASCII, an empty line, a line longer than
   :data:`~probes.logs.engines.base.SCAN_CHARS`; and a line that begins with a digit (a ``grep
-  -n`` number, perhaps), which the reader then looks at itself.
+  -n`` number, perhaps) but not with a date (:data:`~probes.logs.logline.DATE_OR_CLOCK_RE`, which
+  the reader's number check passes over), which the reader then looks at itself.
+
+The patterns are made templates too (their digits ``0``): a line that holds a pattern has a
+template that holds the pattern's template (the same byte for byte, digits aside), so the scan of
+templates finds all that the scan of the lines would, and more only where digits differ.
 
 Without ``ahocorasick_rs`` installed, :data:`AVAILABLE` is False and the reader takes every line
 the per-line way.
@@ -28,11 +39,12 @@ the per-line way.
 
 from __future__ import annotations
 
-import operator
+import re
 from bisect import bisect_right
-from itertools import accumulate, compress
+from itertools import accumulate, compress, repeat
 from probes.hosttext import ASCII_UNPRINTABLE
 from probes.logs.engines.base import SCAN_CHARS, WORD_BYTES, Matcher
+from probes.logs.logline import DATE_OR_CLOCK_RE
 
 try:
     import ahocorasick_rs
@@ -46,20 +58,36 @@ else:
 _CUE_TEXTS = ("Error", "Exception", "{", "| ", "$", "@",
               "/s]", "/s,", "s/it", "it/s", "B/s", "://", "[pod/", "...", ".service")
 #: What the per-line path reads the long way: control characters but the newline (a line that
-#: is not ASCII, or is empty, is found by its own test, :meth:`BlockScan.may_matter`).
+#: is not ASCII, or is empty, is found by its own test, :meth:`BlockScan._classify`).
 _CONTROLS = tuple(bytes([c]) for c in ASCII_UNPRINTABLE)
-#: A line that begins with a digit (a ``grep -n`` number, perhaps; or a date the reader's number
-#: check lets through: :meth:`~probes.logs.quiet.QuietLines.feed_lines` looks at these itself).
-_DIGIT_STARTS = tuple(b"\n" + d.encode() for d in "0123456789")
 #: What separates lines in the block of words: a space on each side of the newline, so that every
 #: word, the first and last of a line too, has a space on each side (" word ").
 _WORD_GAP = b" \n "
+#: A line's template: every ASCII digit ``0``, every other byte itself (a map byte for byte, so
+#: a template has its line's length, its line's words and its line's digits where they were).
+_TEMPLATE = bytes.maketrans(b"123456789", b"000000000")
+#: A template's class: the line is quiet; it may matter (it is read the long way); it is quiet but
+#: for the reader's number check (it begins with a digit and not with a date).
+QUIET, MATTERS, NUMBER = 0, 1, 2
+#: Templates a scan keeps the class of (each at most SCAN_CHARS bytes); past this many they are
+#: forgotten and judged anew (bounds the memory: a log whose lines are all different keeps none).
+MAX_TEMPLATES = 4096
+#: :data:`~probes.logs.logline.DATE_OR_CLOCK_RE` on bytes (on ASCII text, the same matches).
+_DATE_OR_CLOCK_BYTES = re.compile(DATE_OR_CLOCK_RE.pattern.encode())
 
 
-def _lowered(text: str) -> bytes:
-    """``text`` as UTF-8 bytes in lower case (ASCII letters only), as the lowered block holds it
-    (``bytes.lower`` keeps every offset)."""
-    return text.encode("utf-8", "surrogateescape").lower()
+def _template(text: str) -> bytes:
+    """The template of ``text`` as a pattern of the lowered block: UTF-8 bytes in lower case (ASCII
+    letters only), every digit ``0`` (both maps keep every offset)."""
+    return text.encode("utf-8", "surrogateescape").lower().translate(_TEMPLATE)
+
+
+def _date_led(template: bytes) -> bool:
+    """Whether a line (or its template) begins with a date the reader's number check passes
+    over, whether or not the log is numbered (:meth:`~probes.logs.quiet.QuietLines._quiet_number`:
+    a ``YYYY-MM-DD`` shape, then :data:`~probes.logs.logline.DATE_OR_CLOCK_RE`)."""
+    return (template[1:2].isdigit() and template[4:5] == b"-" and template[7:8] == b"-"
+            and _DATE_OR_CLOCK_BYTES.match(template) is not None)
 
 
 class BlockScan:
@@ -72,56 +100,73 @@ class BlockScan:
         RuntimeError: when ``ahocorasick_rs`` is not installed (:data:`AVAILABLE` is False).
     """
 
-    __slots__ = ("_texts", "_digits", "_words")
+    __slots__ = ("_texts", "_words", "_classes")
 
     def __init__(self, matcher: Matcher, cue_words: frozenset[bytes]) -> None:
-        texts: set[bytes] = {_lowered(t) for t in _CUE_TEXTS}
+        texts: set[bytes] = {_template(t) for t in _CUE_TEXTS}
         texts.update(_CONTROLS)
-        words = set(cue_words)
+        words = {w.translate(_TEMPLATE) for w in cue_words}
         for key in matcher.keys:
             need = matcher.required(key)
             if need is None:
-                words.add(key)
+                words.add(key.translate(_TEMPLATE))
             else:
                 # A literal with a newline is in no line: no line holds it.
-                texts.update(low for lit in need if b"\n" not in (low := _lowered(lit)))
-        patterns = sorted(texts) + list(_DIGIT_STARTS)
-        self._texts = _automaton(patterns)
-        self._digits = len(patterns) - len(_DIGIT_STARTS)  # the digit starts' first index
+                texts.update(low for lit in need if b"\n" not in (low := _template(lit)))
+        self._texts = _automaton(sorted(texts))
         self._words = _automaton(sorted(b" " + w + b" " for w in words))
+        #: template -> its class, for the templates judged so far (at most MAX_TEMPLATES).
+        self._classes: dict[bytes, int] = {}
 
     def may_matter(self, lines: list[bytes], start: int, stop: int) -> tuple[list[int], set[int]]:
         """Which lines of ``lines[start:stop]`` (physical lines as bytes, without their newline)
         may matter: their indices in ``lines``, ascending, and the set of those among them that
-        only begin with a digit. Every other line there is one that
-        :meth:`~probes.logs.quiet.QuietLines._quiet_line` keeps as quiet with this scan's matcher
-        steady; a line that only begins with a digit is one it keeps but for its number check.
-
-        No match spans two lines (no pattern holds a newline but at its start), so the automata
-        report matches that do not overlap, at least one in each line that has any."""
+        are quiet but for the number check (they begin with a digit, not with a date). Every other
+        line there is one that :meth:`~probes.logs.quiet.QuietLines._quiet_line` keeps as quiet
+        with this scan's matcher steady, its number check included."""
         part = lines[start:stop] if start or stop < len(lines) else lines
-        lens = list(map(len, part))
-        joined = b"\n" + b"\n".join(part) + b"\n"
-        # ends[i]: the offset in ``joined`` of the newline before line i (ends[0] == 0); a match
-        # that begins at offset s is in line bisect_right(ends, s) - 1 (one that begins with the
-        # newline is about the line after it).
+        templates = b"\n".join(part).translate(_TEMPLATE).split(b"\n")
+        classes = self._classes
+        seen = set(templates)
+        new = seen.difference(classes)
+        if new:
+            judged = self._classify(new)
+            if len(classes) + len(judged) > MAX_TEMPLATES:
+                classes.clear()
+            classes.update(judged)
+        # A template too long to be kept is not there: it may matter.
+        if not any(map(classes.get, seen, repeat(MATTERS))):
+            return [], set()  # every line is quiet (a serving log's windows): no look a line
+        got = list(map(classes.get, templates, repeat(MATTERS)))
+        hits = list(compress(range(start, stop), got))
+        numbers = set(compress(range(start, stop), map(NUMBER.__eq__, got))) if NUMBER in got else set()
+        return hits, numbers
+
+    def _classify(self, templates: set[bytes]) -> dict[bytes, int]:
+        """The class of each of ``templates`` not longer than SCAN_CHARS (a longer line may matter:
+        it is not judged, nor kept). No match spans two templates (no pattern holds a newline),
+        so the automata report matches that do not overlap, at least one in each template that
+        has any."""
+        todo = [t for t in templates if len(t) <= SCAN_CHARS]
+        lens = list(map(len, todo))
+        joined = b"\n" + b"\n".join(todo) + b"\n"
+        # ends[i]: the offset in ``joined`` of the newline before template i (ends[0] == 0); a
+        # match that begins at offset s is in template bisect_right(ends, s) - 1.
         ends = list(accumulate(map((1).__add__, lens), initial=0))
-        found = self._texts.find_matches_as_indexes(joined.lower())
-        first_digit = self._digits
-        hard = {bisect_right(ends, s) - 1 for i, s, _ in found if i < first_digit}
-        digits = {bisect_right(ends, s) - 1 for i, s, _ in found if i >= first_digit}
-        # The words: in " \n "-joined lines (each line 3 bytes further on than in ``joined``).
+        hard = {bisect_right(ends, s) - 1 for _, s, _ in self._texts.find_matches_as_indexes(joined.lower())}
+        # The words: in " \n "-joined templates (each one 3 bytes further on than in ``joined``).
         gaps = list(accumulate(map((3).__add__, lens), initial=0))
         words = joined.replace(b"\n", _WORD_GAP).translate(WORD_BYTES)
         hard.update(bisect_right(gaps, s) - 1 for _, s, _ in self._words.find_matches_as_indexes(words))
-        hard.update(compress(range(len(part)), map((SCAN_CHARS).__lt__, lens)))  # too long to look at
-        hard.update(compress(range(len(part)), map(operator.not_, lens)))  # empty
-        if not joined.isascii():
-            hard.update(compress(range(len(part)), map(operator.not_, map(bytes.isascii, part))))
-        out = {start + k for k in hard}
-        only_digit = {start + k for k in digits} - out
-        out.update(only_digit)
-        return sorted(out), only_digit
+        out = dict.fromkeys(todo, QUIET)
+        for k in hard:
+            out[todo[k]] = MATTERS
+        for t in todo:
+            if not t or not t.isascii():
+                out[t] = MATTERS  # empty, or not ASCII: the long way
+            elif t[0] == 48 and out[t] == QUIET and not _date_led(t):  # 48: "0", every digit's template
+                out[t] = NUMBER
+        return out
 
 
 def _automaton(patterns: list[bytes]) -> ahocorasick_rs.BytesAhoCorasick:

@@ -39,6 +39,12 @@ _MONTHS = {m: i for i, m in enumerate(
 _GREP_N_RE = re.compile(r"\d+[:-](?=[A-Z][a-z]{2} [ \d]\d \d\d:|\d{4}-\d\d-\d\d[T ]|\[|\(|"
                         r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d |time=\d{4}-)")
 _NUMBER_RE = re.compile(r"\d+[:-]")
+#: A line that begins with a date or a clock ("2025-01-01 ...", "12-31 23:59:58", "11:00:01 ..."): its
+#: first number is a year, a month or an hour, not a grep -n line number (at the new year, or on the
+#: hour, such numbers grow from one line to the next as grep -n's do). grep -n's own "15:10:59:58 ..."
+#: (line 15 of a log that begins with a clock) is no clock: a clock's seconds are followed by no ":".
+#: (The reader's grep -n check, ``StartupReader._note_number``; the block scan's, on bytes.)
+DATE_OR_CLOCK_RE = re.compile(r"(?:\d{4}-\d\d-\d\d|\d\d-\d\d[ T]\d\d:\d\d:\d\d|\d\d:\d\d:\d\d)(?![:\d])")
 _KUBECTL_RE = re.compile(r"\[pod/([^\]\s]+)\] ")
 _GUTTER_RE = re.compile(r"\s+\| ")
 _COMPOSE_RE = re.compile(r"([A-Za-z0-9][\w.-]*)\s+\| ")

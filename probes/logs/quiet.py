@@ -277,7 +277,7 @@ class QuietLines:
         """Feed physical lines (bytes, each without its newline, numbered on from the last line),
         with the same result as :meth:`~probes.logs.reader.StartupReader.feed_bytes` on each in
         turn. While the reader is steady, one scan over a window of lines
-        (:class:`~probes.logs.blockscan.BlockScan`, when ``pyahocorasick`` is installed) finds
+        (:class:`~probes.logs.blockscan.BlockScan`, when ``ahocorasick_rs`` is installed) finds
         those that may matter: each is fed the one-line way, and the lines between are kept as
         one :class:`QuietRun` each, no Python per line. After a line that mattered, lines are fed
         the one-line way until one is quiet (the reader is steady again); with the same matcher,

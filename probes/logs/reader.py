@@ -35,7 +35,7 @@ from probes.logs.failures import fail, judge
 from probes.logs.identity import identify, listen_port
 from probes.logs.jsonlog import JsonRecord, decode_record
 from probes.logs.lifecycle import StartHistory
-from probes.logs.logline import MAX_LINE_CHARS, Line, Stamp, frames, parse
+from probes.logs.logline import DATE_OR_CLOCK_RE, MAX_LINE_CHARS, Line, Stamp, frames, parse
 from probes.logs.phases import advance, bar, count, frame_phase, phase_line, ready
 from probes.logs.quiet import Quiet, QuietLines, is_probe_access
 from probes.logs.services import Services
@@ -55,11 +55,6 @@ _BARE_SYSTEMD_RE = re.compile(r"(?:Started|Starting|Stopped|Stopping|Failed to s
 # "ollama.service: Failed with result ...": systemd's own wording even where no identifier shows it.
 _UNIT_MSG_RE = re.compile(r"[\w@.:\\-]+\.(?:service|scope|socket|mount|target): ")
 _LEADING_NUMBER_RE = re.compile(r"(\d{1,9})[:-](?:\S| )")
-# A line that begins with a date or a clock ("2025-01-01 ...", "12-31 23:59:58", "11:00:01 ..."): its
-# first number is a year, a month or an hour, not a grep -n line number (at the new year, or on the
-# hour, such numbers grow from one line to the next as grep -n's do). grep -n's own "15:10:59:58 ..."
-# (line 15 of a log that begins with a clock) is no clock: a clock's seconds are followed by no ":".
-_DATE_OR_CLOCK_RE = re.compile(r"(?:\d{4}-\d\d-\d\d|\d\d-\d\d[ T]\d\d:\d\d:\d\d|\d\d:\d\d:\d\d)(?![:\d])")
 # A request answered (Uvicorn's access line, llama-server's request log): the server is serving.
 _SERVED_RE = re.compile(r'"(?:GET|POST) /\S* HTTP/[\d.]+" 2\d\d\b|request: (?:GET|POST) /\S+ \S+ 2\d\d\b|'
                         r'all slots are idle')
@@ -274,7 +269,7 @@ class StartupReader(QuietLines):
         """The first line numbered 1, or two lines with growing ``N:``/``N-`` numbers: ``grep -n``.
         A line that begins with a date or a clock is no evidence either way: its number is left out,
         as a line's that begins with no digit. Returns whether the log is now known to be numbered."""
-        if _DATE_OR_CLOCK_RE.match(text) is not None:
+        if DATE_OR_CLOCK_RE.match(text) is not None:
             return self._numbered
         m = _LEADING_NUMBER_RE.match(text)
         if m is None:

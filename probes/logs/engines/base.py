@@ -18,31 +18,16 @@ from __future__ import annotations
 import re
 import string
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 
 from probes.data.vocab import CAUSE_STRENGTH, PHASE_INDEX
+from probes.logs.engines.patterns import (derive_keys, literal_head, literal_words, required_literals,
+                                         split_alternation)
 
 _WORD_BYTES = bytes.maketrans(
     bytes(range(256)),
     bytes((b + 32) if 65 <= b <= 90 else (32 if chr(b) in string.punctuation and b != 95 else b)
           for b in range(256)))
-_ESCAPE_CLASS_RE = re.compile(r"\\[dDwWsSbBAZ]")
-_ESCAPED_PUNCT_RE = re.compile(r"\\(.)")
-_CHARCLASS_RE = re.compile(r"\[(?:\\.|[^\]\\])*\]")
-_GROUP_OPEN_RE = re.compile(r"\(\?(?:P<\w+>|[:=!]|<[=!])?")
-_WORD_RE = re.compile(r"(?<![\w\x00])[A-Za-z][A-Za-z0-9_]{2,}(?![\w\x00?*+{])")
-
-
-def derive_keys(pattern: str) -> tuple[str, ...]:
-    """Pick the key word of a pattern without alternation: its longest plain literal word.
-
-    Raises:
-        ValueError: when the pattern has no plain word of 3+ letters (give ``keys=`` explicitly).
-    """
-    found = _WORD_RE.findall(_literal_text(pattern).replace(")", "\x00)"))
-    if not found:
-        raise ValueError(f"no key word in pattern {pattern!r}: give keys=")
-    return (max(found, key=len).lower(),)
 
 
 @dataclass(frozen=True)
@@ -84,6 +69,10 @@ class Rule:
             match these.
         flags: ``re`` flags for the pattern.
         example: a real line the rule must match (checked by the tests).
+
+    The pattern is compiled on first use (:attr:`rx`): a run reads lines that try a few of the
+    rules, and compiling all of them was a tenth of ``upwatch replay``'s start-up (the tests
+    compile every one: tests/test_engine_tables.py).
     """
 
     pattern: str
@@ -108,7 +97,15 @@ class Rule:
     lifecycle: str | None = None
     flags: int = 0
     example: str = ""
-    rx: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    @cached_property
+    def rx(self) -> re.Pattern[str]:
+        """The compiled pattern (with :attr:`flags`), compiled on first use.
+
+        Raises:
+            re.error: for a pattern that is not a regular expression.
+        """
+        return re.compile(self.pattern, self.flags)
 
     def __post_init__(self) -> None:
         if self.phase is not None and self.phase not in PHASE_INDEX:
@@ -121,7 +118,6 @@ class Rule:
                 raise ValueError(f"pattern with alternation needs keys=: {self.pattern!r}")
             keys = derive_keys(self.pattern)
         object.__setattr__(self, "keys", tuple(k.lower() for k in keys))
-        object.__setattr__(self, "rx", re.compile(self.pattern, self.flags))
         if self.cause is not None and not self.strength:
             object.__setattr__(self, "strength", CAUSE_STRENGTH[self.cause])
 
@@ -212,22 +208,25 @@ class Matcher:
     ``match(msg)`` returns ``[(rule, match), ...]`` for every rule that matches, in table order.
     """
 
-    __slots__ = ("rules", "_index", "_keys", "_literals")
+    __slots__ = ("rules", "_rows", "_index", "_keys", "_literals")
 
     def __init__(self, rules: tuple[Rule, ...] | list[Rule]) -> None:
         self.rules = tuple(rules)
-        # key -> ((row id, rule index, regex, literal head), ...), from each rule's rows (see
-        # _rule_entries). A row id names one regex of one rule (the same under each of its keys),
-        # in table order: a line with several keys sorts and dedupes its rows by it, never
-        # hashing a Pattern (which hashes its whole code, every time).
-        index: dict[bytes, list[tuple[int, int, re.Pattern[str], str | None]]] = {}
+        # key -> ((row id, rule index, branch, literal head), ...), from each rule's rows (see
+        # _rule_entries; branch None: the rule's whole pattern). A row id names one regex of one
+        # rule (the same under each of its keys), in table order: a line with several keys sorts
+        # and dedupes its rows by it, never hashing a Pattern (which hashes its whole code, every
+        # time).
+        rows: dict[bytes, list[tuple[int, int, str | None, str | None]]] = {}
         ids: dict[tuple[int, str | None], int] = {}
         for i, rule in enumerate(self.rules):
-            for key, rx, head in _rule_entries(rule.pattern, rule.flags, rule.keys):
-                row = ids.setdefault((i, None if rx is None else rx.pattern), len(ids))
-                index.setdefault(key, []).append((row, i, rule.rx if rx is None else rx, head))
-        self._index = {k: tuple(v) for k, v in index.items()}
-        self._keys = frozenset(index)
+            for key, branch, head in _rule_entries(rule.pattern, rule.flags, rule.keys):
+                row = ids.setdefault((i, branch), len(ids))
+                rows.setdefault(key, []).append((row, i, branch, head))
+        self._rows = {k: tuple(v) for k, v in rows.items()}
+        # The same rows with their regexes, for the keys a line has held so far (_compiled).
+        self._index: dict[bytes, tuple[tuple[int, int, re.Pattern[str], str | None], ...]] = {}
+        self._keys = frozenset(rows)
         # For each key, texts one of which a line with the key must hold for any of its rows to
         # match, or None where a row requires none: may_match's index, filled as keys come up.
         self._literals: dict[bytes, tuple[str, ...] | None] = {}
@@ -243,9 +242,10 @@ class Matcher:
         cands: tuple[tuple[int, int, re.Pattern[str], str | None], ...] | list[
             tuple[int, int, re.Pattern[str], str | None]]
         if len(hits) == 1:
-            cands = index[next(iter(hits))]
+            key = next(iter(hits))
+            cands = index.get(key) or self._compiled(key)
         else:
-            cands = sorted({c[0]: c for k in hits for c in index[k]}.values())
+            cands = sorted({c[0]: c for k in hits for c in (index.get(k) or self._compiled(k))}.values())
         out = []
         rules = self.rules
         last = -1
@@ -286,6 +286,14 @@ class Matcher:
         return False
 
 
+    def _compiled(self, key: bytes) -> tuple[tuple[int, int, re.Pattern[str], str | None], ...]:
+        """``key``'s rows with their regexes (compiled now, the first time a line holds ``key``)."""
+        rules = self.rules
+        got = self._index[key] = tuple(
+            (row, i, rules[i].rx if branch is None else re.compile(branch, rules[i].flags), head)
+            for row, i, branch, head in self._rows[key])
+        return got
+
     @property
     def keys(self) -> frozenset[bytes]:
         """Every key word of the rules (lower-case bytes, as :func:`words_of` gives words)."""
@@ -306,162 +314,34 @@ class Matcher:
     def _required(self, key: bytes) -> tuple[str, ...] | None:
         """The texts one of which a line must hold for a row of ``key`` to match (each row's
         :func:`required_literals`), or None when a row requires none."""
-        found = [required_literals(rx.pattern, rx.flags & ~re.UNICODE) for _, _, rx, _ in self._index[key]]
+        rules = self.rules
+        found = [required_literals(rules[i].pattern if branch is None else branch, rules[i].flags)
+                 for _, i, branch, _ in self._rows[key]]
         return None if None in found else tuple(sorted({t for f in found if f for t in f}))
 
 
 @cache
 def _rule_entries(pattern: str, flags: int, keys: tuple[str, ...]
-                  ) -> tuple[tuple[bytes, re.Pattern[str] | None, str | None], ...]:
-    """A rule's rows in a :class:`Matcher`'s index: ``(key, regex, head)``, regex None for the
-    rule's own ``rx``, head its :func:`literal_head` (or None). Cached: every engine's matcher holds the shared rules, and an engine switch builds one.
+                  ) -> tuple[tuple[bytes, str | None, str | None], ...]:
+    """A rule's rows in a :class:`Matcher`'s index: ``(key, branch, head)``, branch None for the
+    rule's whole pattern (its ``rx``), else one of its top-level branches (compiled with the rule's
+    flags), head its :func:`literal_head` (or None). Cached: every engine's matcher holds the shared rules, and an engine switch builds one.
 
     A rule "A|B|C" is tried, for a key, only through the branches holding that key: a branch
     that starts with a literal is a fast search in `re`, an alternation is not.
     """
     branches = split_alternation(pattern)
-    branch_words = [_literal_words(b) for b in branches] if len(branches) > 1 else []
+    branch_words = [literal_words(b) for b in branches] if len(branches) > 1 else []
     # Split only when every branch holds one of the keys (else a line could match a branch
     # that no key leads to) and there are no named groups to keep together.
     split = (branch_words and "(?P" not in pattern
              and all(any(k in w for k in keys) for w in branch_words))
-    out: list[tuple[bytes, re.Pattern[str] | None, str | None]] = []
+    out: list[tuple[bytes, str | None, str | None]] = []
     whole = literal_head(pattern, flags)
     for key in keys:
         mine = [b for b, w in zip(branches, branch_words) if key in w]
         if split and mine:
-            out += [(key.encode(), re.compile(branch, flags), literal_head(branch, flags)) for branch in mine]
+            out += [(key.encode(), branch, literal_head(branch, flags)) for branch in mine]
         else:
             out.append((key.encode(), None, whole))
     return tuple(out)
-
-
-#: Characters that end a pattern's literal head (regex syntax).
-_SYNTAX = frozenset("\\.^$*+?{}[]|()")
-
-
-def literal_head(pattern: str, flags: int = 0, shortest: int = 4) -> str | None:
-    """The literal text a pattern begins with (after a leading ``^``, ``\\b``, ``\\s*`` or
-    ``\\s+``), which every match holds: ``"CUDA out of memory"`` for ``CUDA out of memory``,
-    ``"Start"`` for ``^Start(?:ed|ing) ``; None when it is shorter than ``shortest`` characters,
-    the pattern has a top-level ``|`` or flags (a case-insensitive match holds no fixed text). A
-    line without it cannot match: the matcher skips the search (a substring test costs a fraction
-    of a regex call)."""
-    if flags or len(split_alternation(pattern)) > 1:
-        return None
-    i = 1 if pattern.startswith("^") else 0
-    while pattern.startswith(_ZERO_OR_SPACE, i):
-        i += 2 if pattern.startswith("\\b", i) else 3
-    chars: list[str] = []
-    n = len(pattern)
-    while i < n:
-        ch = pattern[i]
-        if ch == "\\" and pattern[i + 1:i + 2].isascii() and pattern[i + 1:i + 2] and not pattern[i + 1].isalnum():
-            lit, step = pattern[i + 1], 2  # escaped punctuation ("\\.", "\\(") is itself
-        elif ch in _SYNTAX:
-            break
-        else:
-            lit, step = ch, 1
-        if pattern[i + step:i + step + 1] in ("*", "?", "{"):
-            break  # a quantifier that allows none (or may) follows: the character may be absent
-        chars.append(lit)
-        i += step
-    head = "".join(chars)
-    return head if len(head) >= max(shortest, 1) else None
-
-
-@cache
-def required_literals(pattern: str, flags: int = 0, shortest: int = 3) -> tuple[str, ...] | None:
-    """Texts one of which every match of ``pattern`` holds: for each top-level branch, its longest
-    run of literal characters outside any group (each one there must match, in a row), or None when
-    a branch has none of ``shortest`` characters or more, or the pattern has flags (a
-    case-insensitive match holds no fixed text). A line that holds none of them cannot match."""
-    if (flags | re.compile(pattern).flags) & ~re.UNICODE:
-        return None  # flags given, or inline ones ("(?i)...")
-    out = []
-    for branch in split_alternation(pattern):
-        best, run, depth, i, n = "", "", 0, 0, len(branch)
-        while i < n:
-            ch = branch[i]
-            lit: str | None = None
-            step = 1
-            if ch == "\\":
-                nxt = branch[i + 1:i + 2]
-                step = 2
-                if nxt and nxt.isascii() and not nxt.isalnum() and depth == 0:
-                    lit = nxt  # escaped punctuation is itself
-            elif ch == "[":
-                m = _CHARCLASS_RE.match(branch, i)
-                step = len(m.group(0)) if m else 1
-            elif ch == "{":
-                close = branch.find("}", i)
-                step = close - i + 1 if close > i else 1  # a quantifier's bounds are no text
-            elif ch == "(":
-                depth += 1
-            elif ch == ")":
-                depth -= 1
-            elif depth == 0 and ch not in _SYNTAX:
-                lit = ch
-            quant = branch[i + step:i + step + 1]
-            if lit is not None and quant not in ("*", "?", "{"):
-                run += lit
-                if quant != "+":
-                    i += step
-                    continue
-                step += 1  # "a+": the "a" is there, what follows need not be next to it
-            if len(run) > len(best):
-                best = run
-            run = ""
-            i += step
-        if len(run) > len(best):
-            best = run
-        if len(best) < shortest:
-            return None
-        out.append(best)
-    return tuple(out)
-
-
-#: What may come before a pattern's literal head: a word boundary, spaces (none or some).
-_ZERO_OR_SPACE = ("\\b", "\\s*", "\\s+")
-
-
-def split_alternation(pattern: str) -> list[str]:
-    """Split a regex at its top-level ``|`` (not inside groups or character classes)."""
-    if "|" not in pattern:
-        return [pattern]
-    parts, depth, start, i, in_class = [], 0, 0, 0, False
-    n = len(pattern)
-    while i < n:
-        c = pattern[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-            if pattern[i + 1:i + 2] == "]":
-                i += 1
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "|" and depth == 0:
-            parts.append(pattern[start:i])
-            start = i + 1
-        i += 1
-    parts.append(pattern[start:])
-    return parts
-
-
-def _literal_text(pattern: str) -> str:
-    """A pattern with its regex syntax blanked: classes and group openers become NUL, escaped
-    punctuation a space; what is left of letters and digits are its literal words."""
-    s = _CHARCLASS_RE.sub("\x00", pattern)
-    s = _ESCAPE_CLASS_RE.sub("\x00", s)
-    s = _ESCAPED_PUNCT_RE.sub(" ", s)
-    return _GROUP_OPEN_RE.sub("\x00", s)
-
-
-def _literal_words(pattern: str) -> set[str]:
-    return {w.lower() for w in re.findall(r"[A-Za-z0-9_]+", _literal_text(pattern))}
