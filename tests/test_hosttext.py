@@ -219,8 +219,8 @@ def test_any_text_comes_out_safe_one_line_and_stable(s: str) -> None:
 ALLOWED_CONTROL_LITERALS = {
     ("tui/wait.py", "\r\x1b[2K"),                  # upwatch's own escape: return and clear the line
     ("probes/sources/logfile.py", "\t\n\r\x1b\x0c\x08\x07"),  # the binary-file test: characters a log may hold
-    ("probes/logs/engines/base.py", "\x00"),            # a placeholder inside a pattern's literal text
-    ("probes/logs/engines/base.py", "\x00)"),
+    ("probes/logs/engines/patterns.py", "\x00"),        # a placeholder inside a pattern's literal text
+    ("probes/logs/engines/patterns.py", "\x00)"),
     ("probes/sources/logfile.py", b"\x00"),                # NUL padding of a character device
     ("probes/transport/replay/scenario.py", "\t\n"),
     ("probes/sources/logfile.py", b"\x1f\x8b"),            # gzip's magic number
@@ -232,7 +232,7 @@ ALLOWED_CONTROL_LITERALS = {
 SPELLED_CONTROL_RE = re.compile(r"\\x(?:0[0-8b-f]|1[0-9a-f]|7f|[89][0-9a-f])|\\u(?:00[89][0-9a-f]|200[b-f]|202[a-e]"
                                 r"|206[0-9]|feff)|\\0?33", re.IGNORECASE)
 #: Such text that is not a sanitiser: a word pattern that treats a NUL placeholder as a boundary.
-ALLOWED_SPELLED = {("probes/logs/engines/base.py", r"(?<![\w\x00])[A-Za-z][A-Za-z0-9_]{2,}(?![\w\x00?*+{])")}
+ALLOWED_SPELLED = {("probes/logs/engines/patterns.py", r"(?<![\w\x00])[A-Za-z][A-Za-z0-9_]{2,}(?![\w\x00?*+{])")}
 #: ``isprintable()`` used as "already clean?" before calling the sanitiser (a fast path), per file.
 # The reader's fast paths: feed_bytes' (a plain line skips frames()) and feed's quiet one (quiet.py).
 ALLOWED_ISPRINTABLE = {"probes/logs/logline.py": 1, "probes/logs/reader.py": 1, "probes/logs/quiet.py": 1,
