@@ -103,13 +103,16 @@ class HostModel:
         #: when /health first answered OK while the log said the server had not bound its port yet
         self._health_early_since: float | None = None
         self._gpu_hist: dict[int, deque[tuple[float | None, int | None]]] = {}
+        #: ``_gpu_hist`` as the snapshot's tuples, until the next GPU reading
+        self._gpu_history: tuple[tuple[tuple[float | None, int | None], ...], ...] | None = None
         self._download: deque[DownloadSample] = deque(maxlen=DOWNLOAD_KEEP)
         self._failures: dict[str, ProbeFailure] = {}
         #: per probe, when it last delivered (epoch seconds): the "read" of its knowledge
         self._read: dict[str, float | None] = {}
         self._last_log_at: float | None = None
         self._newest: float | None = None
-        self._reading: Reading | None = None
+        #: the last reading of the reader and its spans, with the ``seq`` and ``ended`` it was made at
+        self._reading: tuple[int, bool, Reading, tuple[PhaseSpan, ...]] | None = None
         self._cached: tuple[int, HostState] | None = None
         self._judged: tuple[HostState, Verdict | None, HostState] | None = None
         self._typical: Typical | None = None
@@ -154,6 +157,7 @@ class HostModel:
                 if hist is None:
                     hist = self._gpu_hist[g.index] = deque(maxlen=GPU_HISTORY)
                 hist.append((g.mem_fraction, g.util_pct))
+            self._gpu_history = None
             self._seen(event.time)
         elif isinstance(event, GpuApps):
             self._gpu_apps = event
@@ -291,8 +295,8 @@ class HostModel:
         return tuple(self._download)
 
     def log_reading(self) -> Reading:
-        """What the log says so far (:meth:`StartupReader.reading`)."""
-        return self.reader.reading()
+        """What the log says so far (:meth:`StartupReader.reading`; made once per line read)."""
+        return self._log_phases(False)[0]
 
     def log_engine(self) -> str | None:
         """The engine the log names, or the one configured; None while unknown."""
@@ -347,13 +351,7 @@ class HostModel:
         unit = self._unit
         # systemd says the process is gone: a suspect nothing recovered was the end of the start.
         gone = unit is not None and not unit.running and unit.load_state != "not-found"
-        r = self.reader.reading(ended=gone)
-        spans = []
-        marks = r.phases
-        for i, m in enumerate(marks):
-            began = iso_to_epoch(m.time)
-            dur = m.duration_s if i < len(marks) - 1 else None
-            spans.append(PhaseSpan(m.phase, began, dur, m.text))
+        r, spans = self._log_phases(gone)
         start_began = spans[0].began if spans else None
         # The start began with its first line (a systemd "Started" line comes before the server's
         # own lines, and the reader's first phase mark can be later than it).
@@ -391,7 +389,9 @@ class HostModel:
                 state = "failed"
             elif unit.active_state == "inactive" and (state != "waiting" or unit.load_state == "not-found"):
                 state = "stopped"
-        hist = tuple(tuple(self._gpu_hist[i]) for i in sorted(self._gpu_hist))
+        hist = self._gpu_history
+        if hist is None:  # made anew only after a GPU reading (every snapshot had copied 8 x 120 samples)
+            hist = self._gpu_history = tuple(tuple(self._gpu_hist[i]) for i in sorted(self._gpu_hist))
         health_stale = False
         proc = self._health_ok_proc
         if isinstance(proc, tuple) and unit is not None and unit.running:
@@ -451,6 +451,21 @@ class HostModel:
             typical=self._typical_for(r),
             updated=self._newest, knowledge=self._knowledge(),
         )
+
+    def _log_phases(self, ended: bool) -> tuple[Reading, list[PhaseSpan]]:
+        """The reader's reading (``ended`` as :meth:`StartupReader.reading`) and its phase marks as
+        spans (a fresh list), made once per line read: the reader changes only when the model
+        feeds it a record (``seq`` moves), and most snapshots follow a GPU, unit or health look."""
+        memo = self._reading
+        if memo is not None and memo[0] == self.seq and memo[1] is ended:
+            return memo[2], list(memo[3])
+        r = self.reader.reading(ended=ended)
+        marks = r.phases
+        last = len(marks) - 1
+        spans = tuple(PhaseSpan(m.phase, iso_to_epoch(m.time), m.duration_s if i < last else None, m.text)
+                      for i, m in enumerate(marks))
+        self._reading = (self.seq, ended, r, spans)
+        return r, list(spans)
 
     def _knowledge(self) -> tuple[Knowledge, ...]:
         """Per probe of :data:`~probes.data.state.KNOWN_PROBES`: failing (since, why), read (when), or never."""
