@@ -2,11 +2,14 @@
 models at 60 s into the demo's scenarios, all loading; each simulated second every host gets one
 journal line (half before the tick, half before the mid-second repaint flush; EVERY_HALF=1:
 every host one line before each, 2 lines/s), then the tick,
-its flush, a frame; the mid-second flush, a frame. Prints process seconds for the S simulated
-seconds (best of R). Usage: ``CODE=/path/to/checkout python bench/ui_steps_bench.py HOSTS SECONDS ROUNDS EVERY_HALF``
+its flush, a frame; the mid-second flush, a frame. GPU=1 (optional 5th argument): every host
+also gets a GPU reading each second after the tick's frame (its last one, re-stamped, the first
+GPU's use moved by 1 %; 8 H100s at first), as the dashboard does from ``nvidia-smi -lms 1000``. Prints process seconds for the S simulated
+seconds (best of R). Usage: ``CODE=/path/to/checkout python bench/ui_steps_bench.py HOSTS SECONDS ROUNDS EVERY_HALF [GPU]``
 (``CODE`` defaults to this checkout). Deterministic work, so two checkouts compare on a loaded
 machine, where the real-time ``dashboard_bench.py`` does not (see bench/README.md)."""
 import asyncio
+import dataclasses
 import json
 import os
 import sys
@@ -16,11 +19,13 @@ CODE = os.path.abspath(os.environ.get("CODE") or os.path.dirname(os.path.dirname
 sys.path.insert(0, CODE)
 os.chdir(CODE)
 from probes.clock import ManualClock  # noqa: E402  (after the path set-up)
+from probes.data.events import GpuReading, GpuSample  # noqa: E402
 from probes.logs.journal_json import parse_record  # noqa: E402
 from tui.demo_app import fleet_scenarios, make_demo_app  # noqa: E402
 
 T0 = 1_764_000_000.0
 HOSTS, SECONDS, ROUNDS, EVERY_HALF = (int(a) for a in sys.argv[1:5])
+GPU = int(sys.argv[5]) if len(sys.argv) > 5 else 0
 
 
 async def one() -> float:
@@ -56,6 +61,16 @@ async def one() -> float:
                 w.model.apply(parse_record(json.dumps(f)))
                 w.on_change(w)
 
+        def gpu_looks() -> None:
+            for w in ws:
+                last = w.model.last_gpus() or GpuReading(clock.now(), tuple(
+                    GpuSample(i, f"GPU-{i:08d}", "NVIDIA H100 80GB HBM3", 40_000 + i, 81_559, 50 + i, 60, 400.0, 700.0)
+                    for i in range(8)))
+                g0 = last.gpus[0]
+                g0 = dataclasses.replace(g0, util_pct=((g0.util_pct or 0) + 1) % 100)
+                w.model.apply(dataclasses.replace(last, time=clock.now(), gpus=(g0, *last.gpus[1:])))
+                w.on_change(w)
+
         c0 = time.process_time()
         for _ in range(SECONDS):
             clock._now += 0.5
@@ -63,6 +78,8 @@ async def one() -> float:
             app.tick()
             await app._flush_stepwise()
             await pilot.pause()
+            if GPU:
+                gpu_looks()
             clock._now += 0.5
             feed(1)
             await app._flush_stepwise()

@@ -71,3 +71,26 @@ async def test_a_user_units_cache_is_under_the_ssh_users_home(running) -> None:
     assert runner.ran(["getent"]) == 0
     [sample] = model.download_samples()
     assert sample.status == "missing" and sample.path == f"/home/llm/.cache/huggingface/hub/{REPO}"
+
+
+async def test_the_download_look_judges_no_verdict(running, monkeypatch) -> None:
+    # The look asks whether a download is wanted (state, phase, progress, model) every few
+    # seconds per host; it judged the host's verdict each time, which nothing here reads.
+    import probes.fold.model as model_module
+
+    clock, runner = ManualClock(T0), CannedRunner()
+    spec = HostSpec("gpu-node-1", "vllm.service", ssh="gpu-node-1", engine="vllm", user_unit=True)
+    model = downloading(spec, clock)
+    model.apply(parse_record(json.dumps({"MESSAGE": "INFO 03-08 12:29:11 [api_server.py:1] Application startup complete.",
+                                         "__REALTIME_TIMESTAMP": str(int(clock.now() * 1e6)),
+                                         "SYSLOG_IDENTIFIER": "vllm", "_PID": "115", "_TRANSPORT": "stdout"})))
+    judged: list[float] = []
+    real = model_module.verdict_for
+    monkeypatch.setattr(model_module, "verdict_for", lambda base, now, stall: judged.append(now) or real(base, now, stall))
+    running.append(asyncio.create_task(DownloadSource(SourceContext(spec, runner, clock, model)).run()))
+    await clock.settle()
+    for _ in range(3):
+        await clock.advance(5)
+    assert runner.ran(["sh"]) == 0  # not wanted: the looks only asked the snapshot
+    assert judged == []
+    assert model.state(clock.now()) is not None and judged  # the snapshot itself still judges

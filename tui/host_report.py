@@ -108,7 +108,7 @@ def replay_report(path: str, reading: Reading, *, name: str, unit: str | None, n
     phase_times = [m.time for m in reading.phases if m.time is not None] if found else []
     times = log_times(phase_times or [t for _, t in around if t is not None])
     s = reading_state(reading, name=name, unit=unit, times=times)
-    entries = [e if t is None else replace(e, time=log_epoch(t, times)) for e, t in around]
+    entries = [e if t is None else e._replace(time=log_epoch(t, times)) for e, t in around]
     if now is None:
         began = [sp.began for sp in s.phases if sp.began is not None]
         now = max(began) if began else time.time()

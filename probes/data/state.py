@@ -1,7 +1,8 @@
 """What flows from the fold to views: one frozen :class:`HostState` per host (the events it is
 folded from are :mod:`probes.data.events`).
 
-Everything here is a frozen dataclass. A field a source cannot give is ``None``, never ``0``
+Everything here is a frozen dataclass, but :class:`LogEntry`, a named tuple (one is made for every
+journal line: a third of a frozen dataclass's cost to make). A field a source cannot give is ``None``, never ``0``
 ("not available" is explicit). Times are seconds since the Unix epoch taken at the source (the
 journal's ``__REALTIME_TIMESTAMP``, the sample's time), so a replay and a live run compute the
 same durations.
@@ -10,6 +11,7 @@ same durations.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from probes.data.events import GpuApps, GpuOrphan, GpuReading, Health, ProbeFailure, UnitState
 
@@ -25,9 +27,9 @@ LEVELS = ("ok", "info", "warning", "error")
 
 # --- events: what probes emit -------------------------------------------------------------------
 
-@dataclass(frozen=True, slots=True)
-class LogEntry:
-    """One journal entry of the unit, as the log pane shows it.
+class LogEntry(NamedTuple):
+    """One journal entry of the unit, as the log pane shows it (a named tuple: made for every
+    journal line, at a third of a frozen dataclass's cost; read by attribute like the others).
 
     Attributes:
         seq: 1-based position in this host's stream (also the reader's line number, so a

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 
 from probes.data.download import DownloadSample
 from probes.fold.download import progress_from, wanted
+from probes.fold.gpu_fold import GpuFold
 from probes.logs.journal_json import Record
 from probes.data.reading import Reading
 from probes.logs.reader import StartupReader
@@ -30,13 +31,8 @@ LOG_KEEP = 5000
 ENTRY_CHARS = 4 * 1024 * 1024
 ENTRY_TAIL = 256
 LOG_CHARS = 32 * 1024 * 1024
-#: GPU samples kept per GPU for the detail screen's sparklines.
-GPU_HISTORY = 120
 #: Looks at the download folder kept (an hour at one every 5 s).
 DOWNLOAD_KEEP = 720
-#: Failure kinds that mean the whole host is out of reach (not just one command).
-#: GPU memory moving by this much (MiB, all GPUs together) counts as progress for stall detection.
-GPU_CHANGE_MIB = 256
 
 #: Engines that bind their HTTP port only after loading (weights, KV cache, CUDA graphs): a health
 #: answer while their log is still before warm-up comes from something else (SGLang's
@@ -87,11 +83,9 @@ class HostModel:
         self.version = 0
         self._unit: UnitState | None = None
         self._health: Health | None = None
-        self._gpus: GpuReading | None = None
+        self._gpu = GpuFold()
         self._gpu_apps: GpuApps | None = None
         self._gpu_orphans: GpuOrphans | None = None
-        self._gpu_total: int | None = None
-        self._gpu_changed_at: float | None = None
         self._last_nrestarts: int | None = None
         self._restarts_seen = 0
         #: (MainPID, InvocationID) of the process that was running when /health turned OK;
@@ -102,14 +96,14 @@ class HostModel:
         self._manual_start_at: float | None = None
         #: when /health first answered OK while the log said the server had not bound its port yet
         self._health_early_since: float | None = None
-        self._gpu_hist: dict[int, deque[tuple[float | None, int | None]]] = {}
         self._download: deque[DownloadSample] = deque(maxlen=DOWNLOAD_KEEP)
         self._failures: dict[str, ProbeFailure] = {}
         #: per probe, when it last delivered (epoch seconds): the "read" of its knowledge
         self._read: dict[str, float | None] = {}
         self._last_log_at: float | None = None
         self._newest: float | None = None
-        self._reading: Reading | None = None
+        #: the last reading of the reader and its spans, with the ``seq`` and ``ended`` it was made at
+        self._reading: tuple[int, bool, Reading, tuple[PhaseSpan, ...]] | None = None
         self._cached: tuple[int, HostState] | None = None
         self._judged: tuple[HostState, Verdict | None, HostState] | None = None
         self._typical: Typical | None = None
@@ -142,18 +136,8 @@ class HostModel:
             self._gpu_orphans = event
             self._seen(event.time)
         elif isinstance(event, GpuReading):
-            self._gpus = event
+            self._gpu.apply(event)
             self._read["gpu"] = event.time
-            total = sum(g.mem_used_mib for g in event.gpus if g.mem_used_mib is not None)
-            if self._gpu_total is None or abs(total - self._gpu_total) >= GPU_CHANGE_MIB:
-                if self._gpu_total is not None:
-                    self._gpu_changed_at = event.time
-                self._gpu_total = total
-            for g in event.gpus:
-                hist = self._gpu_hist.get(g.index)
-                if hist is None:
-                    hist = self._gpu_hist[g.index] = deque(maxlen=GPU_HISTORY)
-                hist.append((g.mem_fraction, g.util_pct))
             self._seen(event.time)
         elif isinstance(event, GpuApps):
             self._gpu_apps = event
@@ -272,7 +256,7 @@ class HostModel:
 
     def last_gpus(self) -> GpuReading | None:
         """The last GPU reading, or None."""
-        return self._gpus
+        return self._gpu.last
 
     def last_gpu_apps(self) -> GpuApps | None:
         """The last list of processes holding GPU memory, or None."""
@@ -291,8 +275,8 @@ class HostModel:
         return tuple(self._download)
 
     def log_reading(self) -> Reading:
-        """What the log says so far (:meth:`StartupReader.reading`)."""
-        return self.reader.reading()
+        """What the log says so far (:meth:`StartupReader.reading`; made once per line read)."""
+        return self._log_phases(False)[0]
 
     def log_engine(self) -> str | None:
         """The engine the log names, or the one configured; None while unknown."""
@@ -347,13 +331,7 @@ class HostModel:
         unit = self._unit
         # systemd says the process is gone: a suspect nothing recovered was the end of the start.
         gone = unit is not None and not unit.running and unit.load_state != "not-found"
-        r = self.reader.reading(ended=gone)
-        spans = []
-        marks = r.phases
-        for i, m in enumerate(marks):
-            began = iso_to_epoch(m.time)
-            dur = m.duration_s if i < len(marks) - 1 else None
-            spans.append(PhaseSpan(m.phase, began, dur, m.text))
+        r, spans = self._log_phases(gone)
         start_began = spans[0].began if spans else None
         # The start began with its first line (a systemd "Started" line comes before the server's
         # own lines, and the reader's first phase mark can be later than it).
@@ -391,7 +369,6 @@ class HostModel:
                 state = "failed"
             elif unit.active_state == "inactive" and (state != "waiting" or unit.load_state == "not-found"):
                 state = "stopped"
-        hist = tuple(tuple(self._gpu_hist[i]) for i in sorted(self._gpu_hist))
         health_stale = False
         proc = self._health_ok_proc
         if isinstance(proc, tuple) and unit is not None and unit.running:
@@ -440,17 +417,33 @@ class HostModel:
             readiness=readiness, health=self._health, unit_state=unit,
             restart_counter=counter, restart_loop=restart_loop, starts=r.starts, error=r.error,
             failed_at=self._time_of(r.error.line) if r.error is not None else None, suspect=r.suspect,
-            cause=r.cause, hint=r.hint, gpus=self._gpus, gpu_apps=self._gpu_apps, gpu_history=hist, last_line=r.last_line,
+            cause=r.cause, hint=r.hint, gpus=self._gpu.last, gpu_apps=self._gpu_apps,
+            gpu_history=self._gpu.history(), last_line=r.last_line,
             last_log_at=self._last_log_at, log_count=self.seq,
             failures=tuple(self._failures[k] for k in sorted(self._failures)), stale_since=stale,
             reconnect_attempt=attempt, failed_starts=failed_starts, gave_up=r.gave_up, restarts_seen=self._restarts_seen,
             model=r.model, args_hash=r.args_hash, port=r.port, download=download,
-            gpu_changed_at=self._gpu_changed_at, health_stale=health_stale,
+            gpu_changed_at=self._gpu.changed_at, health_stale=health_stale,
             health_early_since=self._health_early_since,
             gpu_orphans=self._gpu_orphans.orphans if self._gpu_orphans is not None else None,
             typical=self._typical_for(r),
             updated=self._newest, knowledge=self._knowledge(),
         )
+
+    def _log_phases(self, ended: bool) -> tuple[Reading, list[PhaseSpan]]:
+        """The reader's reading (``ended`` as :meth:`StartupReader.reading`) and its phase marks as
+        spans (a fresh list), made once per line read: the reader changes only when the model
+        feeds it a record (``seq`` moves), and most snapshots follow a GPU, unit or health look."""
+        memo = self._reading
+        if memo is not None and memo[0] == self.seq and memo[1] is ended:
+            return memo[2], list(memo[3])
+        r = self.reader.reading(ended=ended)
+        marks = r.phases
+        last = len(marks) - 1
+        spans = tuple(PhaseSpan(m.phase, iso_to_epoch(m.time), m.duration_s if i < last else None, m.text)
+                      for i, m in enumerate(marks))
+        self._reading = (self.seq, ended, r, spans)
+        return r, list(spans)
 
     def _knowledge(self) -> tuple[Knowledge, ...]:
         """Per probe of :data:`~probes.data.state.KNOWN_PROBES`: failing (since, why), read (when), or never."""

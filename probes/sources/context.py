@@ -179,6 +179,11 @@ class SourceContext:
         """The host's snapshot now (:meth:`HostModel.state` at the clock's now)."""
         return self._model.state(self.clock.now())
 
+    def facts(self) -> HostState:
+        """The host's snapshot as built, its verdict not judged (:meth:`HostModel.facts`): for a
+        look that reads only the state, phase, progress or model, as the download look does."""
+        return self._model.facts()
+
     def unit(self) -> UnitState | None:
         """The last ``systemctl show`` read, or None."""
         return self._model.last_unit()

@@ -350,7 +350,7 @@ class DownloadSource:
         spec = ctx.spec
         sudo = False
         while True:
-            s = ctx.state()
+            s = ctx.facts()  # no verdict read here: none judged for this look
             if not wanted(s.state, s.phase, s.progress.phase if s.progress is not None else None, s.model):
                 if ctx.failing("download") and not ctx.unreachable():
                     # That download is over. (Not while the host is out of reach: a ProbeOk says

@@ -35,6 +35,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from probes.clock import Clock
+from probes.data.events import UnitState
 from probes.data.state import HostState, LogEntry
 from probes.fold.model import HostModel
 from probes.sources import download as download_probe
@@ -137,6 +138,9 @@ class HostWatcher:
         self._history_lock = asyncio.Lock()
         self._recorded: tuple[float, str] | None = None
         self._typical_key: tuple[str | None, str | None, float | None] | None = None
+        self._history_seen: tuple[int, UnitState | None] | None = None  # (seq, unit) of the last look
+        #: looks :meth:`sync_history` took at the snapshot (for tests and the benchmark)
+        self.history_looks = 0
 
     @property
     def name(self) -> str:
@@ -266,7 +270,16 @@ class HostWatcher:
         if h is None or not h.ok:
             return
         async with self._history_lock:
-            s = self.model.facts()  # nothing here depends on the verdict: not judged every second
+            m = self.model
+            # What is read below (state, start_began, model, args_hash, log_count) follows from the
+            # log read and the unit only: with neither new since the last look there is nothing to
+            # do (a GPU or health look changes the snapshot every second, not these).
+            seen, seq, unit = self._history_seen, m.seq, m.last_unit()
+            if seen is not None and seen[0] == seq and seen[1] is unit:
+                return
+            self._history_seen = (seq, unit)
+            self.history_looks += 1
+            s = m.facts()  # nothing here depends on the verdict: not judged every second
             if s.state in ("ready", "failed") and s.start_began is not None:
                 mark = (round(s.start_began, 3), s.state)
                 if mark != self._recorded:
