@@ -216,16 +216,20 @@ class Matcher:
 
     def __init__(self, rules: tuple[Rule, ...] | list[Rule]) -> None:
         self.rules = tuple(rules)
-        # key -> ((row id, rule index, regex, literal head), ...), from each rule's rows (see
+        # key -> ((row id, rule index, regex, needed texts), ...), from each rule's rows (see
         # _rule_entries). A row id names one regex of one rule (the same under each of its keys),
         # in table order: a line with several keys sorts and dedupes its rows by it, never
-        # hashing a Pattern (which hashes its whole code, every time).
-        index: dict[bytes, list[tuple[int, int, re.Pattern[str], str | None]]] = {}
+        # hashing a Pattern (which hashes its whole code, every time). The needed texts: one of
+        # them is in every match of the row's regex (its literal head, else its
+        # required_literals), None when it needs none: a line without any is not searched.
+        index: dict[bytes, list[tuple[int, int, re.Pattern[str], tuple[str, ...] | None]]] = {}
         ids: dict[tuple[int, str | None], int] = {}
         for i, rule in enumerate(self.rules):
             for key, rx, head in _rule_entries(rule.pattern, rule.flags, rule.keys):
                 row = ids.setdefault((i, None if rx is None else rx.pattern), len(ids))
-                index.setdefault(key, []).append((row, i, rule.rx if rx is None else rx, head))
+                row_rx = rule.rx if rx is None else rx
+                need = (head,) if head is not None else required_literals(row_rx.pattern, row_rx.flags & ~re.UNICODE)
+                index.setdefault(key, []).append((row, i, row_rx, need))
         self._index = {k: tuple(v) for k, v in index.items()}
         self._keys = frozenset(index)
         # For each key, texts one of which a line with the key must hold for any of its rows to
@@ -240,8 +244,8 @@ class Matcher:
             return _NO_HITS
         hits = keys.intersection(words)
         index = self._index
-        cands: tuple[tuple[int, int, re.Pattern[str], str | None], ...] | list[
-            tuple[int, int, re.Pattern[str], str | None]]
+        cands: tuple[tuple[int, int, re.Pattern[str], tuple[str, ...] | None], ...] | list[
+            tuple[int, int, re.Pattern[str], tuple[str, ...] | None]]
         if len(hits) == 1:
             cands = index[next(iter(hits))]
         else:
@@ -249,11 +253,15 @@ class Matcher:
         out = []
         rules = self.rules
         last = -1
-        for _, i, rx, head in cands:
+        for _, i, rx, need in cands:
             if i == last:
                 continue  # this rule already matched through another branch
-            if head is not None and head not in msg:
-                continue  # the text every match begins with is not there
+            if need is not None:
+                for text in need:
+                    if text in msg:
+                        break
+                else:
+                    continue  # none of the texts every match holds is there
             m = rx.search(msg, 0, 8192)
             if m is not None:
                 out.append((rules[i], m))
