@@ -231,6 +231,11 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
     prefixed = grep_n = False
     depth = 0
     c = s[0]
+    if (c == " " and "| " not in s) or (c.islower() and c != "t" and " | " not in s[:64]) or (
+            not c.isalnum() and c not in "[(> "):
+        # No wrapper or prefix begins so (an indented traceback line, a program's own text): the
+        # answer of the steps below, without them.
+        return Line(lineno, text, text, stamp, None, None, ident)
     if c == ">":
         m = _QUOTE_RE.match(s)  # a log quoted in Markdown, as pasted into an issue
         if m:
