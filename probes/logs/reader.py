@@ -37,7 +37,8 @@ from probes.logs.jsonlog import JsonRecord, decode_record
 from probes.logs.lifecycle import StartHistory
 from probes.logs.logline import MAX_LINE_CHARS, Line, Stamp, frames, parse
 from probes.logs.phases import advance, bar, count, frame_phase, phase_line, ready
-from probes.logs.quiet import Quiet, QuietLines, is_probe_access
+from probes.logs.quiet import QuietLines
+from probes.logs.settle import Quiet, is_probe_access
 from probes.logs.services import Services
 from probes.logs.starts import Life
 from probes.logs.timeline import Timeline
