@@ -96,6 +96,22 @@ def test_the_bookkeeping_of_quiet_lines_is_exact_on_made_up_sequences() -> None:
         _both(VLLM_START + tail * 3)
 
 
+def test_quiet_lines_settled_at_once_give_marks_the_first_full_date_after_them() -> None:
+    # Several quiet lines with full dates of different years, read with no reading between them:
+    # the year-less marks take the first one's year (the year nearest them), as read line by line.
+    metrics = ("(APIServer pid=11980) INFO 02-12 19:40:01 [loggers.py:127] Engine 000: Running: 1 reqs, "
+               "Waiting: 0 reqs, GPU KV cache usage: 0.4%")
+    dated = "2025-02-13 08:00:00,123 - INFO - served one request"
+    next_year = "2026-02-13 08:00:00,123 - INFO - served one request"
+    quiet, loud = StartupReader(), _loud()
+    for text in [*VLLM_START, metrics, metrics, metrics, dated, metrics, next_year, metrics]:
+        quiet.feed(text)
+        loud.feed(text)
+    assert len(quiet._quiet.lines) == 4  # the four since the last line that mattered, one batch
+    assert repr(quiet.reading()) == repr(loud.reading())
+    assert repr(quiet.reading(ended=True)) == repr(loud.reading(ended=True))
+
+
 def test_grep_numbered_and_journal_texts_read_the_same() -> None:
     numbered = [f"{k}:{line}" for k, line in enumerate(SGLANG_START + [
         '[2025-03-08 12:30:01] INFO:     10.0.0.12:24382 - "GET /health HTTP/1.1" 200 OK'] * 20, 1)]

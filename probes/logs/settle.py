@@ -94,6 +94,11 @@ class Quiet:
         first line with a full date (only when marks are ``waiting`` for one), the last one with a
         full date, the last timestamped one (duplicates dropped). In a :class:`QuietRun`, only
         the lines a date or a time is found in (one regex search over the run) are parsed for it."""
+        if not self.runs:
+            lines = self.lines
+            self.lines, self.count = [], 0
+            # The same answer, without the runs' machinery (no run: every entry is a QuietLine).
+            return _settle_lines(lines, numbered, waiting)  # type: ignore[arg-type]
         n, spans, item = self._spans()
         self.lines, self.count, self.runs = [], 0, 0
         cache: dict[int, Line] = {}
@@ -141,6 +146,61 @@ class Quiet:
         if last_time is not None and (not seen or seen[-1][0] != last_time[0]):
             seen.append(last_time)
         return last, shown, [(item(k)[0], st) for k, st in seen]
+
+
+def _settle_lines(lines: list[QuietLine], numbered: bool, waiting: bool
+                  ) -> tuple[Line, Line | None, list[tuple[int, Stamp]]]:
+    """:meth:`Quiet.settle` of ``lines`` (not empty) when it holds no :class:`QuietRun`: the same
+    answer from plain loops over them (a settle is mostly of one to a few lines)."""
+    n = len(lines)
+    parsed: list[Line | None] = [None] * n
+    last_no, last_text, last_given, last_ident = lines[-1]
+    last = parsed[-1] = parse(last_no, last_text, stamp=last_given, ident=last_ident, numbered=numbered)
+    shown = None
+    # The last line whose message would become the reader's last line; then the stamps to see.
+    for k in range(n - 1, -1, -1):
+        ln = parsed[k]
+        if ln is None:
+            lineno, text, given, ident = lines[k]
+            ln = parsed[k] = parse(lineno, text, stamp=given, ident=ident, numbered=numbered)
+        msg = ln.msg
+        if msg and not msg.isspace() and not is_probe_access(msg):
+            shown = ln
+            break
+    seen: list[tuple[int, Stamp]] = []
+    last_year = last_time = -1
+    year_st = time_st = None
+    for k in range(n - 1, -1, -1):
+        lineno, text, given, ident = lines[k]
+        if given is None and _CLOCK_RE.search(text) is None:
+            continue  # no time, then no year either (every stamp read from a text has a clock time)
+        ln = parsed[k]
+        if ln is None:
+            ln = parsed[k] = parse(lineno, text, stamp=given, ident=ident, numbered=numbered)
+        st = ln.stamp
+        if st is None:
+            continue
+        if time_st is None:
+            last_time, time_st = k, st
+        if st.year is not None and (given is not None or _YEAR_RE.search(text) is not None):
+            last_year, year_st = k, st
+            break
+    if year_st is not None:
+        if waiting:  # the first line with a full date too, when it is another
+            for k in range(last_year):
+                lineno, text, given, ident = lines[k]
+                if given is None and _YEAR_RE.search(text) is None:
+                    continue
+                ln = parsed[k]
+                if ln is None:
+                    ln = parsed[k] = parse(lineno, text, stamp=given, ident=ident, numbered=numbered)
+                if ln.stamp is not None and ln.stamp.year is not None:
+                    seen.append((lineno, ln.stamp))
+                    break
+        seen.append((lines[last_year][0], year_st))
+    if time_st is not None and last_time != last_year:
+        seen.append((lines[last_time][0], time_st))
+    return last, shown, seen
 
 
 def _lines_found(rx: re.Pattern[bytes], raws: list[bytes]) -> Iterator[int]:
