@@ -159,15 +159,16 @@ class StartupReader(QuietLines):
         if text.isprintable() and len(text) <= MAX_LINE_CHARS and (
                 "/" not in text or ("/s]" not in text and "/s," not in text and "s/it" not in text)
                 or ("it/s" not in text and "s/it" not in text and "B/s" not in text)):
-            # The common case: one plain line, no escape codes, \r frames, control characters or bars
-            # (the last test is frames()' own for a bar glued to a line: a vLLM stats line's
-            # "tokens/s," is none).
+            # The common case: one plain line, no escape codes, \r frames, control characters or bars (the
+            # last test is frames()' own for a bar glued to a line: a vLLM stats line's "tokens/s," is none).
             self.lines = lineno = self.lines + 1 if lineno is None else lineno
             if self._skip:
                 self._skip -= 1
             elif text and self._quiet_line(lineno, text, None, None):
                 return
-            self._matters()
+            if self._quiet.lines:
+                self._settle()  # self._matters(), without the call
+            self._unsteady = True
             if text:
                 if not self._numbered and text[0].isdigit():
                     self._note_number(text)
@@ -419,7 +420,7 @@ class StartupReader(QuietLines):
             if ident is not None and (ident.args_hash is not None or start.model is None):
                 start.model = ident.model or start.model
                 start.args_hash = ident.args_hash
-        if not is_probe_access(msg):
+        if '"GET /' not in msg or not is_probe_access(msg):  # most lines: without the call
             self._last_line = ln.text
         phase_rule = hits.phase if hits is not None else None
         if msg[0] == "." and phase_rule is None and msg.startswith("......") and not msg.strip(". "):
