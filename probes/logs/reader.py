@@ -29,7 +29,7 @@ import re
 from probes.data.reading import Reading
 from probes.data.vocab import PHASE_INDEX
 from probes.logs.classify import UNIT_WEIGHT, Classifier, Hits, unit_engine
-from probes.logs.context import (BENIGN_LINES, CTX_OF_LEVEL, CTX_PLAIN, THREAD_EXC, Ctx, LineContext,
+from probes.logs.context import (BENIGN_LINES, CTX_OF_LEVEL, CTX_PLAIN, FRAME_RE, THREAD_EXC, Ctx, LineContext,
                                  level_class)
 from probes.logs.failures import fail, judge
 from probes.logs.identity import identify, listen_port
@@ -333,7 +333,25 @@ class StartupReader(QuietLines):
         if "░" in msg and msg.startswith("░░"):
             return  # `journalctl -x` catalog text explaining the line above
         cx = self._cx
-        if (cx.tb is None and not cx.benign and not cx.after_frame and "Traceback" not in msg
+        tb = cx.tb
+        cl = self._cl
+        if tb is not None and not cx.benign and msg[:1] == " " and "Traceback" not in msg:
+            # An indented line in a traceback (a frame, the source under one, a caret line):
+            # LineContext.place's answer, and the frame index's (Classifier.classify), without the calls.
+            code = cx.after_frame
+            frame = cx.after_frame = msg.find('File "', 0, 80) >= 0 and FRAME_RE.match(msg) is not None
+            cx.prev_line = ln if ln.prefixed else None
+            cx.thread_exc = False
+            ctx: Ctx = (frame, code, False, tb.low, tb.high, tb)
+            if (frame or code) and not cl.watching:
+                hits = None
+                if tb.phase < _LAST_FRAME_PHASE:
+                    for rule, _ in cl.frames.match(msg):
+                        hits = Hits(frame=rule)
+                        break
+            else:
+                hits = cl.classify(ln, frame or code, tb.phase < _LAST_FRAME_PHASE, self._history.current)
+        elif (tb is None and not cx.benign and not cx.after_frame and "Traceback" not in msg
                 and msg.find('File "', 0, 80) < 0):
             # The common case, at the cost of a look: a line that is no part of a traceback
             # (LineContext.place's answer for it, without the call).
@@ -344,15 +362,13 @@ class StartupReader(QuietLines):
             else:
                 cx.prev_line = None
                 ctx = CTX_PLAIN
-            plain = True
+            if not cl.watching:
+                found = cl.matcher.match(msg)  # the common case of stage 3, without the call
+                hits = cl.hits(found, False, False, msg) if found else None
+            else:
+                hits = cl.classify(ln, False, False, self._history.current)
         else:
             ctx = cx.place(ln)
-            plain = False
-        cl = self._cl
-        if plain and not cl.watching:
-            found = cl.matcher.match(msg)  # the common case of stage 3, without the call
-            hits = cl.hits(found, False, False, msg) if found else None
-        else:
             tr = ctx[5]
             hits = cl.classify(ln, ctx[0] or ctx[1], tr is not None and tr.phase < _LAST_FRAME_PHASE,
                                self._history.current)
