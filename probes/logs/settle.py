@@ -26,6 +26,9 @@ _CLOCK_RE_BYTES, _YEAR_RE_BYTES = re.compile(_CLOCK_RE.pattern.encode()), re.com
 _PROBE_ACCESS_RE = re.compile(r'"GET /(?:health|health_generate|ping|metrics|version|load|v1/models|'
                               r'get_model_info|model_info|get_server_info|server_info)\b[^"]*HTTP/[\d.]+"')
 
+#: Quiet lines with runs among them settled one by one (:func:`_settle_lines`) up to this many;
+#: more are searched run by run.
+_SMALL_SETTLE = 64
 #: A quiet line as it came: (line number, text, stamp and identifier given with it).
 QuietLine = tuple[int, str, "Stamp | None", "str | None"]
 
@@ -99,6 +102,18 @@ class Quiet:
             self.lines, self.count = [], 0
             # The same answer, without the runs' machinery (no run: every entry is a QuietLine).
             return _settle_lines(lines, numbered, waiting)  # type: ignore[arg-type]
+        if self.count <= _SMALL_SETTLE:
+            # A few lines: each run's lines as the QuietLines they stand for (a run is ASCII, so
+            # its lines' str searches find what the bytes searches over the run would).
+            flat: list[QuietLine] = []
+            for e in self.lines:
+                if isinstance(e, QuietRun):
+                    flat += [(no, raw.decode("utf-8", "replace"), None, None)
+                             for no, raw in enumerate(e.raws[e.start:e.stop], e.lineno)]
+                else:
+                    flat.append(e)
+            self.lines, self.count, self.runs = [], 0, 0
+            return _settle_lines(flat, numbered, waiting)
         n, spans, item = self._spans()
         self.lines, self.count, self.runs = [], 0, 0
         cache: dict[int, Line] = {}
