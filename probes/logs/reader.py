@@ -198,6 +198,11 @@ class StartupReader(QuietLines, ApplyLines):
             self._history.note_invocation(invocation)
         if not self._numbered and text[:1].isdigit():
             self._note_number(text)
+        if text and text.isprintable() and len(text) <= MAX_LINE_CHARS and (
+                "it/s" not in text and "s/it" not in text and "B/s" not in text):
+            # One plain line (frames() would give it back as it is): no frames to split.
+            self._line(parse(lineno, text, stamp=stamp, ident=ident, numbered=self._numbered), systemd)
+            return
         service = None
         for i, frame in enumerate(frames(text)):
             ln = parse(lineno, frame, stamp=stamp, ident=ident, numbered=self._numbered)
