@@ -206,13 +206,17 @@ def words_of(data: bytes) -> list[bytes]:
 SCAN_CHARS = 400
 
 
+#: Sets of key words a :class:`Matcher` keeps the rows of (each a few hundred bytes).
+_MAX_KEY_SETS = 4096
+
+
 class Matcher:
     """Runs a table of rules against lines, fast: only rules whose key words occur are tried.
 
     ``match(msg)`` returns ``[(rule, match), ...]`` for every rule that matches, in table order.
     """
 
-    __slots__ = ("rules", "_index", "_keys", "_literals")
+    __slots__ = ("rules", "_index", "_keys", "_literals", "_rows_of")
 
     def __init__(self, rules: tuple[Rule, ...] | list[Rule]) -> None:
         self.rules = tuple(rules)
@@ -235,6 +239,9 @@ class Matcher:
         # For each key, texts one of which a line with the key must hold for any of its rows to
         # match, or None where a row requires none: may_match's index, filled as keys come up.
         self._literals: dict[bytes, tuple[str, ...] | None] = {}
+        # The rows of a set of several keys found in a line, sorted and deduped (lines repeat
+        # their sets: a start's log is much the same every time); at most _MAX_KEY_SETS sets.
+        self._rows_of: dict[frozenset[bytes], list[tuple[int, int, re.Pattern[str], tuple[str, ...] | None]]] = {}
 
     def match(self, msg: str) -> list[tuple[Rule, re.Match[str]]]:
         """All rules matching ``msg``, in table order (an empty list for most lines)."""
@@ -249,7 +256,13 @@ class Matcher:
         if len(hits) == 1:
             cands = index[next(iter(hits))]
         else:
-            cands = sorted({c[0]: c for k in hits for c in index[k]}.values())
+            rows_of = self._rows_of
+            rows = rows_of.get(hits)
+            if rows is None:
+                rows = sorted({c[0]: c for k in hits for c in index[k]}.values())
+                if len(rows_of) < _MAX_KEY_SETS:
+                    rows_of[hits] = rows
+            cands = rows
         out = []
         rules = self.rules
         last = -1
