@@ -235,7 +235,8 @@ SPELLED_CONTROL_RE = re.compile(r"\\x(?:0[0-8b-f]|1[0-9a-f]|7f|[89][0-9a-f])|\\u
 ALLOWED_SPELLED = {("probes/logs/engines/patterns.py", r"(?<![\w\x00])[A-Za-z][A-Za-z0-9_]{2,}(?![\w\x00?*+{])")}
 #: ``isprintable()`` used as "already clean?" before calling the sanitiser (a fast path), per file.
 # The reader's fast paths: feed_bytes' (a plain line skips frames()) and feed's quiet one (quiet.py).
-ALLOWED_ISPRINTABLE = {"probes/logs/logline.py": 1, "probes/logs/reader.py": 1, "probes/logs/quiet.py": 1,
+# reader.py: the fast paths of feed_bytes (a file's lines) and feed (a journal's texts).
+ALLOWED_ISPRINTABLE = {"probes/logs/logline.py": 1, "probes/logs/reader.py": 2, "probes/logs/quiet.py": 1,
                        "widgets/text.py": 1}
 
 

@@ -96,6 +96,63 @@ def test_the_bookkeeping_of_quiet_lines_is_exact_on_made_up_sequences() -> None:
         _both(VLLM_START + tail * 3)
 
 
+def test_quiet_lines_settled_at_once_give_marks_the_first_full_date_after_them() -> None:
+    # Several quiet lines with full dates of different years, read with no reading between them:
+    # the year-less marks take the first one's year (the year nearest them), as read line by line.
+    metrics = ("(APIServer pid=11980) INFO 02-12 19:40:01 [loggers.py:127] Engine 000: Running: 1 reqs, "
+               "Waiting: 0 reqs, GPU KV cache usage: 0.4%")
+    dated = "2025-02-13 08:00:00,123 - INFO - served one request"
+    next_year = "2026-02-13 08:00:00,123 - INFO - served one request"
+    quiet, loud = StartupReader(), _loud()
+    for text in [*VLLM_START, metrics, metrics, metrics, dated, metrics, next_year, metrics]:
+        quiet.feed(text)
+        loud.feed(text)
+    assert len(quiet._quiet.lines) == 4  # the four since the last line that mattered, one batch
+    assert repr(quiet.reading()) == repr(loud.reading())
+    assert repr(quiet.reading(ended=True)) == repr(loud.reading(ended=True))
+
+
+def test_a_few_quiet_lines_with_runs_settle_as_the_runs_search_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Settle's short way for a few lines (runs read line by line) and its way for many (a search over
+    # each run) must give the same lines (numbers included) and stamps, whatever the mix.
+    import random
+
+    from probes.logs import settle
+    from probes.logs.settle import Quiet, QuietRun
+
+    texts = ["[2025-03-08 12:30:01] INFO:     10.0.0.12:24382 - \"GET /health HTTP/1.1\" 200 OK",
+             "[2024-12-31 23:59:59 TP0] Decode batch. #running-req: 1, #token: 48",
+             "(APIServer pid=7) INFO 02-12 19:40:01 [loggers.py:127] Engine 000: Running: 1 reqs",
+             "print_info: EOG token             = 248065", "   ", "2025-02-13 08:00:00,123 - INFO - served"]
+    rng = random.Random(5)
+
+    def quiet() -> Quiet:
+        q, lineno = Quiet(), 1
+        for _ in range(rng.randrange(1, 6)):
+            if rng.random() < 0.5:
+                q.lines.append((lineno, rng.choice(texts), None, None))
+                q.count += 1
+                lineno += 1
+            else:
+                raws = [rng.choice(texts).encode() for _ in range(rng.randrange(1, 12))]
+                start = rng.randrange(len(raws))
+                q.add_run(QuietRun(lineno, raws, start, len(raws)))
+                lineno += len(raws) - start
+        return q
+
+    for _ in range(200):
+        a = quiet()
+        b = Quiet()
+        b.lines, b.count, b.runs = list(a.lines), a.count, a.runs
+        waiting = rng.random() < 0.5
+        if not a.runs:
+            continue
+        short = a.settle(False, waiting)
+        monkeypatch.setattr(settle, "_SMALL_SETTLE", 0)
+        assert repr(b.settle(False, waiting)) == repr(short)
+        monkeypatch.undo()
+
+
 def test_grep_numbered_and_journal_texts_read_the_same() -> None:
     numbered = [f"{k}:{line}" for k, line in enumerate(SGLANG_START + [
         '[2025-03-08 12:30:01] INFO:     10.0.0.12:24382 - "GET /health HTTP/1.1" 200 OK'] * 20, 1)]

@@ -29,7 +29,8 @@ _CHAINED = ("During handling of the above exception", "The above exception was t
 #: Python's words for an exception that ended a thread (threading.excepthook) or that nothing could
 #: raise (a destructor): the process goes on.
 THREAD_EXC = ("Exception in thread ", "Exception ignored in")
-_FRAME_RE = re.compile(r'\s*>? ?File "[^"]*", line \d+')
+#: A traceback's frame line (``  File "x.py", line 12, in f``), as :meth:`LineContext.place` tells it.
+FRAME_RE = re.compile(r'\s*>? ?File "[^"]*", line \d+')
 #: A harmless warning's message runs on for at most this many unprefixed lines (a list of likely
 #: causes, a path): past them, in a log with no prefixes, failures count again.
 BENIGN_LINES = 24
@@ -113,7 +114,7 @@ class LineContext:
             self.benign = 0 if ln.prefixed or msg.startswith(_TRACEBACK) else self.benign - 1
         # The line after a traceback's `File "...", line N` is source code, not an error message.
         code = self.after_frame and msg[:1].isspace()
-        frame = msg.find('File "', 0, 80) >= 0 and _FRAME_RE.match(msg) is not None
+        frame = msg.find('File "', 0, 80) >= 0 and FRAME_RE.match(msg) is not None
         self.after_frame = frame
         own = level_class(ln.level) if ln.prefixed else 0
         prev, self.prev_line = self.prev_line, (ln if ln.prefixed else None)

@@ -51,8 +51,6 @@ _COMPOSE_RE = re.compile(r"([A-Za-z0-9][\w.-]*)\s+\| ")
 # Python logging's default format, as a wrapper script prints the engine's output through it:
 # "INFO:tgi-server:        + ..." (level, logger name, message); uvicorn's "INFO:     " is not it.
 _PYWRAP_RE = re.compile(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.-]+: *")
-# A level word right after SGLang's prefix ("[2025-05-02 16:14:33] WARNING ..."), as some builds log.
-_LEVEL_WORD_RE = re.compile(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL):? ")
 _PYWRAP_LEVELS = ("DEBUG:", "INFO:", "WARNING:", "ERROR:", "CRITICAL:")
 # `> ` as people quote a pasted log in an issue or a Markdown file (nested quotes too).
 _QUOTE_RE = re.compile(r"(?:> ?)+")
@@ -66,7 +64,10 @@ _RANK_RE = re.compile(r"\[rank(\d+)\]:? ?")
 _PROC_RE = re.compile(
     r"\(([A-Za-z][\w-]*(?: (?:TP|rank=)?\d+)?) pid=(\d+)(?:, ip=[^)]*)?\)(?: |$)")
 # Engine prefixes (the innermost). Groups: time parts, ranks, level.
-_SGLANG_RE = re.compile(r"\[(\d{4})-(\d\d)-(\d\d) (\d\d:\d\d:\d\d)((?: [A-Z]{2,4}\d+)*)\] ")
+# SGLang's: a level word right after it ("[2025-05-02 16:14:33] WARNING ..."), as some builds log, is read
+# by a look-ahead: it stays in the message.
+_SGLANG_RE = re.compile(r"\[(\d{4})-(\d\d)-(\d\d) (\d\d:\d\d:\d\d)((?: [A-Z]{2,4}\d+)*)\] "
+                        r"(?:(?=(DEBUG|INFO|WARNING|ERROR|CRITICAL):? ))?")
 _VLLM_RE = re.compile(
     r"(DEBUG|INFO|WARNING|ERROR|CRITICAL) (?:(\d{4})-)?(\d\d)-(\d\d) (\d\d:\d\d:\d\d)(?:[.,]\d+)? \[?[\w./-]+:\d+\] ?")
 _GLOG_RE = re.compile(r"([IWEF])(\d\d)(\d\d) (\d\d:\d\d:\d\d)\.\d+\s+\d+ \S+:\d+\] ")
@@ -237,6 +238,11 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
     prefixed = grep_n = False
     depth = 0
     c = s[0]
+    if (c == " " and "| " not in s) or (c.islower() and c != "t" and " | " not in s[:64]) or (
+            not c.isalnum() and c not in "[(> "):
+        # No wrapper or prefix begins so (an indented traceback line, a program's own text): the
+        # answer of the steps below, without them.
+        return Line(lineno, text, text, stamp, None, None, ident)
     if c == ">":
         m = _QUOTE_RE.match(s)  # a log quoted in Markdown, as pasted into an issue
         if m:
@@ -338,14 +344,12 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
     if c == "[":
         m = _SGLANG_RE.match(s)
         if m:
+            year, month, day, hms, ranks, level = m.groups()
             if stamp is None:
-                stamp = Stamp(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4))
-            if m.group(5):
-                rank = m.group(5).strip()
+                stamp = Stamp(int(year), int(month), int(day), hms)
+            if ranks:
+                rank = ranks.strip()
             flavor = "sglang"
-            lw = _LEVEL_WORD_RE.match(s, m.end())
-            if lw:
-                level = lw.group(1)
         elif s.startswith("[TensorRT-LLM]"):
             m = _TRT_CPP_RE.match(s)
             if m:
@@ -382,10 +386,9 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
         if s[1:2].isupper():
             m = _VLLM_RE.match(s)
             if m:
-                if stamp is None:
-                    year = int(m.group(2)) if m.group(2) else None  # NIM prints the year too
-                    stamp = Stamp(year, int(m.group(3)), int(m.group(4)), m.group(5))
-                level = m.group(1)
+                level, year, month, day, hms = m.groups()
+                if stamp is None:  # NIM prints the year too
+                    stamp = Stamp(int(year) if year else None, int(month), int(day), hms)
                 flavor = "vllm"
         elif c in "IWEF" and s[1:2].isdigit():
             m = _GLOG_RE.match(s)

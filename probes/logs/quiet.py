@@ -7,16 +7,15 @@ its key words, and the literal texts each key's rows require, from the matcher's
 holds one of the reader's own cues (:func:`has_cue`: a traceback, a bar, a port, a prompt, a JSON
 record, a service prefix, systemd's words, an elision ...). Any other line, read while the reader
 is *steady* (``StartupReader._steady_matcher``), skips parsing and the rules: it is kept
-as it came in :class:`Quiet`, and :meth:`Quiet.settle` does, before the next line that
-matters or a reading, what reading those lines one by one would have done, parsing only the few it
-needs (the last one, the last timestamped one, the last one with a full date).
+as it came in :class:`~probes.logs.settle.Quiet`, and :meth:`~probes.logs.settle.Quiet.settle`
+does, before the next line that matters or a reading, what reading those lines one by one would
+have done, parsing only the few it needs (the last one, the last timestamped one, the last one
+with a full date).
 """
 
 from __future__ import annotations
 
-import re
-from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterator
+from bisect import bisect_left
 from itertools import islice
 from probes.logs import blockscan
 from probes.logs.classify import Classifier
@@ -24,7 +23,8 @@ from probes.logs.context import LineContext
 from probes.logs.engines.base import SCAN_CHARS, Matcher, words_of
 from probes.logs.lifecycle import StartHistory
 from probes.hosttext import strip_escapes
-from probes.logs.logline import MAX_LINE_CHARS, Line, Stamp, parse
+from probes.logs.logline import MAX_LINE_CHARS, Line, Stamp
+from probes.logs.settle import Quiet, QuietRun
 from probes.logs.starts import Life
 from probes.logs.timeline import Timeline
 
@@ -40,23 +40,11 @@ READER_CUES = ("Error", "Exception", "Traceback", 'File "', "args", "model ", "m
                "systemd", "kernel")
 _SLASH_CUES = ("/s]", "/s,", "s/it", "it/s", "B/s", "://", "[pod/")
 _DOT_CUES = ("...", ".service")
-#: Every timestamp a prefix gives has a clock time; every one with a year holds one of these.
-_CLOCK_RE = re.compile(r"\d\d:\d\d:\d\d")
-_YEAR_RE = re.compile(r"\d{4}-\d\d-\d\d|\d\d/\d\d/\d{4}-")
-#: The same in a run's bytes (ASCII: the same matches).
-_CLOCK_RE_BYTES, _YEAR_RE_BYTES = re.compile(_CLOCK_RE.pattern.encode()), re.compile(_YEAR_RE.pattern.encode())
-#: A uvicorn access line for a probe's request (health checks, metrics, model list): every probe
-#: writes one into the unit's journal (Uvicorn's access log, as in
-#: tests/fixtures/logs-extra/sglang-ok-06-dockerdesktop.log), so it is never "the last meaningful line".
-_PROBE_ACCESS_RE = re.compile(r'"GET /(?:health|health_generate|ping|metrics|version|load|v1/models|'
-                              r'get_model_info|model_info|get_server_info|server_info)\b[^"]*HTTP/[\d.]+"')
 #: Quiet lines kept before they are settled anyway (bounds the memory they hold).
 MAX_QUIET = 4096
 #: Lines :meth:`QuietLines.feed_lines` scans at once: at first, and at most.
 _FIRST_WINDOW, _LAST_WINDOW = 64, 4096
 
-#: A quiet line as it came: (line number, text, stamp and identifier given with it).
-QuietLine = tuple[int, str, "Stamp | None", "str | None"]
 
 
 def has_cue(text: str) -> bool:
@@ -99,133 +87,6 @@ def quiet_ascii(text: str, matcher: Matcher) -> bool:
         return False
     words = words_of(text.encode())
     return _CUE_WORDS.isdisjoint(words) and not matcher.may_match(text, words)
-
-
-def is_probe_access(msg: str) -> bool:
-    """Whether a message is the access log line of a probe's request (never the last line shown)."""
-    return '"GET /' in msg and _PROBE_ACCESS_RE.search(msg) is not None
-
-
-class QuietRun:
-    """Quiet lines ``raws[start:stop]`` of a block, numbered from ``lineno`` (no stamp, no
-    identifier: plain text read by :meth:`QuietLines.feed_lines`); kept as the block's slice, no
-    Python per line."""
-
-    __slots__ = ("lineno", "raws", "start", "stop")
-
-    def __init__(self, lineno: int, raws: list[bytes], start: int, stop: int) -> None:
-        self.lineno, self.raws, self.start, self.stop = lineno, raws, start, stop
-
-
-class Quiet:
-    """The quiet lines read since the last line that mattered, waiting to be :meth:`settle`-d:
-    ``lines`` in the order read, each one :data:`QuietLine` or a :class:`QuietRun` of many;
-    ``count`` lines in all, ``runs`` of them runs."""
-
-    __slots__ = ("lines", "count", "runs")
-
-    def __init__(self) -> None:
-        self.lines: list[QuietLine | QuietRun] = []
-        self.count = self.runs = 0
-
-    def add_run(self, run: QuietRun) -> None:
-        """Keep a run of quiet lines (not empty)."""
-        self.lines.append(run)
-        self.count += run.stop - run.start
-        self.runs += 1
-
-    def _spans(self) -> tuple[int, list[tuple[int, QuietLine | QuietRun]], Callable[[int], QuietLine]]:
-        """How many lines are kept; each entry of ``lines`` with the index of its first line; and
-        the ``k``-th line (0-based) as a :data:`QuietLine`."""
-        entries = self.lines
-        spans: list[tuple[int, QuietLine | QuietRun]] = []
-        if not self.runs:
-            return len(entries), list(enumerate(entries)), entries.__getitem__  # type: ignore[return-value]
-        firsts: list[int] = []
-        n = 0
-        for e in entries:
-            firsts.append(n)
-            spans.append((n, e))
-            n += e.stop - e.start if isinstance(e, QuietRun) else 1
-
-        def item(k: int) -> QuietLine:
-            j = bisect_right(firsts, k) - 1
-            e = entries[j]
-            if not isinstance(e, QuietRun):
-                return e
-            off = k - firsts[j]
-            return e.lineno + off, e.raws[e.start + off].decode("utf-8", "replace"), None, None
-        return n, spans, item
-
-    def settle(self, numbered: bool, waiting: bool) -> tuple[Line, Line | None, list[tuple[int, Stamp]]]:
-        """Empty the list (which must not be empty); returns what reading its lines one by one
-        would have left: the last line parsed (``numbered`` as the reader parses), the last one
-        whose message would become the reader's last line (not blank, not a probe's access line;
-        None when there is none), and the ``(line, stamp)`` the timeline must see, in order: the
-        first line with a full date (only when marks are ``waiting`` for one), the last one with a
-        full date, the last timestamped one (duplicates dropped). In a :class:`QuietRun`, only
-        the lines a date or a time is found in (one regex search over the run) are parsed for it."""
-        n, spans, item = self._spans()
-        self.lines, self.count, self.runs = [], 0, 0
-        cache: dict[int, Line] = {}
-
-        def at(k: int) -> Line:
-            ln = cache.get(k)
-            if ln is None:
-                lineno, text, stamp, ident = item(k)
-                ln = cache[k] = parse(lineno, text, stamp=stamp, ident=ident, numbered=numbered)
-            return ln
-
-        def stamped(k: int, year: bool) -> Stamp | None:
-            _, text, given, _ = item(k)
-            if given is None and (_YEAR_RE if year else _CLOCK_RE).search(text) is None:
-                return None  # no prefix can give this line a time (with a year)
-            st = at(k).stamp
-            return st if st is not None and (not year or st.year is not None) else None
-
-        def found(year: bool, backward: bool) -> Iterator[tuple[int, Stamp]]:
-            rx = _YEAR_RE_BYTES if year else _CLOCK_RE_BYTES
-            for first, e in reversed(spans) if backward else spans:
-                if not isinstance(e, QuietRun):
-                    if (st := stamped(first, year)) is not None:
-                        yield first, st
-                    continue
-                raws = e.raws[e.start:e.stop]
-                for off in _lines_found(rx, raws[::-1] if backward else raws):
-                    k = first + (len(raws) - 1 - off if backward else off)
-                    if (st := stamped(k, year)) is not None:
-                        yield k, st
-
-        last = at(n - 1)
-        shown = None
-        for k in range(n - 1, -1, -1):
-            ln = at(k)
-            if ln.msg and not ln.msg.isspace() and not is_probe_access(ln.msg):
-                shown = ln
-                break
-        seen: list[tuple[int, Stamp]] = []
-        last_year = next(found(True, True), None)
-        if last_year is not None:
-            first_year = next(found(True, False)) if waiting else last_year
-            seen += [first_year] if first_year[0] == last_year[0] else [first_year, last_year]
-        last_time = next(found(False, True), None)
-        if last_time is not None and (not seen or seen[-1][0] != last_time[0]):
-            seen.append(last_time)
-        return last, shown, [(item(k)[0], st) for k, st in seen]
-
-
-def _lines_found(rx: re.Pattern[bytes], raws: list[bytes]) -> Iterator[int]:
-    """The indices of the lines of ``raws`` that ``rx`` (which matches no newline) finds, in
-    order: one search over the lines joined."""
-    blob = b"\n".join(raws)
-    pos = line = 0
-    while (m := rx.search(blob, pos)) is not None:
-        line += blob.count(b"\n", pos, m.start())
-        yield line
-        nl = blob.find(b"\n", m.end())
-        if nl < 0:
-            return
-        pos, line = nl + 1, line + 1
 
 
 class QuietLines:
@@ -279,7 +140,7 @@ class QuietLines:
         turn. While the reader is steady, one scan over a window of lines
         (:class:`~probes.logs.blockscan.BlockScan`, when ``ahocorasick_rs`` is installed) finds
         those that may matter: each is fed the one-line way, and the lines between are kept as
-        one :class:`QuietRun` each, no Python per line. After a line that mattered, lines are fed
+        one :class:`~probes.logs.settle.QuietRun` each, no Python per line. After a line that mattered, lines are fed
         the one-line way until one is quiet (the reader is steady again); with the same matcher,
         the scan's answer for the lines after it is still good (a line is scanned once per
         matcher). ``lines`` is kept, not copied, until its quiet lines are settled: the caller
@@ -423,7 +284,7 @@ class QuietLines:
         self._unsteady = True
 
     def _settle(self) -> None:
-        """What reading the quiet lines one by one would have done (:meth:`Quiet.settle`)."""
+        """What reading the quiet lines one by one would have done (:meth:`~probes.logs.settle.Quiet.settle`)."""
         last, shown, seen = self._quiet.settle(self._numbered, bool(self._timeline.waiting))
         for lineno, stamp in seen:
             self._timeline.saw(lineno, stamp)

@@ -28,43 +28,34 @@ import re
 
 from probes.data.reading import Reading
 from probes.data.vocab import PHASE_INDEX
+from probes.logs.apply import UNIT_MSG_RE, ApplyLines
 from probes.logs.classify import UNIT_WEIGHT, Classifier, Hits, unit_engine
-from probes.logs.context import (BENIGN_LINES, CTX_OF_LEVEL, CTX_PLAIN, THREAD_EXC, Ctx, LineContext,
+from probes.logs.context import (CTX_OF_LEVEL, CTX_PLAIN, FRAME_RE, THREAD_EXC, Ctx, LineContext,
                                  level_class)
-from probes.logs.failures import fail, judge
-from probes.logs.identity import identify, listen_port
 from probes.logs.jsonlog import JsonRecord, decode_record
 from probes.logs.lifecycle import StartHistory
 from probes.logs.logline import DATE_OR_CLOCK_RE, MAX_LINE_CHARS, Line, Stamp, frames, parse
-from probes.logs.phases import advance, bar, count, frame_phase, phase_line, ready
-from probes.logs.quiet import Quiet, QuietLines, is_probe_access
+from probes.logs.quiet import QuietLines
+from probes.logs.settle import Quiet
 from probes.logs.services import Services
-from probes.logs.starts import Life
 from probes.logs.timeline import Timeline
 
-_STARTING = PHASE_INDEX["starting"]
 #: The furthest phase a traceback frame can name (frame rules stop there).
 _LAST_FRAME_PHASE = PHASE_INDEX["graph_capture"]
-_EMPTY, _LOADING = Life.EMPTY, Life.LOADING
 #: Identifiers of the host's own lines: they end starts and explain failures, but never begin a start.
 _HOST_IDENTS = frozenset({"systemd", "kernel"})
 # "user@host:~$ vllm serve ...", "(venv) root@gpu:/app# ", "$ journalctl -u x": a shell prompt.
 _PROMPT_RE = re.compile(r"(?:\(\S+\) )?(?:\[?[\w.-]+@[\w.-]+[: ][^$#]*\]?[$#]|\$)(?: |$)")
 # `journalctl -o cat`: systemd's own lines with no identifier, naming the unit (Debian's "name - Description").
 _BARE_SYSTEMD_RE = re.compile(r"(?:Started|Starting|Stopped|Stopping|Failed to start) [\w@.:\\-]+\.service\b")
-# "ollama.service: Failed with result ...": systemd's own wording even where no identifier shows it.
-_UNIT_MSG_RE = re.compile(r"[\w@.:\\-]+\.(?:service|scope|socket|mount|target): ")
 _LEADING_NUMBER_RE = re.compile(r"(\d{1,9})[:-](?:\S| )")
-# A request answered (Uvicorn's access line, llama-server's request log): the server is serving.
-_SERVED_RE = re.compile(r'"(?:GET|POST) /\S* HTTP/[\d.]+" 2\d\d\b|request: (?:GET|POST) /\S+ \S+ 2\d\d\b|'
-                        r'all slots are idle')
 # What a person writes where they left lines out of a pasted log.
 _ELISION_RE = re.compile(r"\s*(?:\.{3}|…|\[\.{3}\]|\(\.{3}\)|<snip>|\[snip\]|\.{3} ?\(.{0,60}\))\s*$", re.I)
 #: A hard-wrapped JSON record is rejoined over at most this many physical lines / characters.
 _JSON_MAX_LINES, _JSON_MAX_CHARS = 200, 64 * 1024
 
 
-class StartupReader(QuietLines):
+class StartupReader(QuietLines, ApplyLines):
     """Incremental reader of one unit's (or one file's) log.
 
     Feed lines with :meth:`feed` (text) or :meth:`feed_bytes`; a journal record
@@ -85,7 +76,7 @@ class StartupReader(QuietLines):
     3. classify (:class:`~probes.logs.classify.Classifier`): the engine tables' hits, as one
        :class:`~probes.logs.classify.Hits`, and the engine evidence they carry (scores, not a
        first lock);
-    4. apply (:meth:`_apply`): the hits change the current start's
+    4. apply (:meth:`~probes.logs.apply.ApplyLines._apply`): the hits change the current start's
        :class:`~probes.logs.starts.Life`, phase and progress (:mod:`probes.logs.phases`) and
        suspects (:mod:`probes.logs.failures`); systemd's lines and new starts are
        :class:`~probes.logs.lifecycle.StartHistory`'s.
@@ -153,15 +144,16 @@ class StartupReader(QuietLines):
         if text.isprintable() and len(text) <= MAX_LINE_CHARS and (
                 "/" not in text or ("/s]" not in text and "/s," not in text and "s/it" not in text)
                 or ("it/s" not in text and "s/it" not in text and "B/s" not in text)):
-            # The common case: one plain line, no escape codes, \r frames, control characters or bars
-            # (the last test is frames()' own for a bar glued to a line: a vLLM stats line's
-            # "tokens/s," is none).
+            # The common case: one plain line, no escape codes, \r frames, control characters or bars (the
+            # last test is frames()' own for a bar glued to a line: a vLLM stats line's "tokens/s," is none).
             self.lines = lineno = self.lines + 1 if lineno is None else lineno
             if self._skip:
                 self._skip -= 1
             elif text and self._quiet_line(lineno, text, None, None):
                 return
-            self._matters()
+            if self._quiet.lines:
+                self._settle()  # self._matters(), without the call
+            self._unsteady = True
             if text:
                 if not self._numbered and text[0].isdigit():
                     self._note_number(text)
@@ -201,6 +193,11 @@ class StartupReader(QuietLines):
             self._history.note_invocation(invocation)
         if not self._numbered and text[:1].isdigit():
             self._note_number(text)
+        if text and text.isprintable() and len(text) <= MAX_LINE_CHARS and (
+                "it/s" not in text and "s/it" not in text and "B/s" not in text):
+            # One plain line (frames() would give it back as it is): no frames to split.
+            self._line(parse(lineno, text, stamp=stamp, ident=ident, numbered=self._numbered), systemd)
+            return
         service = None
         for i, frame in enumerate(frames(text)):
             ln = parse(lineno, frame, stamp=stamp, ident=ident, numbered=self._numbered)
@@ -326,7 +323,25 @@ class StartupReader(QuietLines):
         if "░" in msg and msg.startswith("░░"):
             return  # `journalctl -x` catalog text explaining the line above
         cx = self._cx
-        if (cx.tb is None and not cx.benign and not cx.after_frame and "Traceback" not in msg
+        tb = cx.tb
+        cl = self._cl
+        if tb is not None and not cx.benign and msg[:1] == " " and "Traceback" not in msg:
+            # An indented line in a traceback (a frame, the source under one, a caret line):
+            # LineContext.place's answer, and the frame index's (Classifier.classify), without the calls.
+            code = cx.after_frame
+            frame = cx.after_frame = msg.find('File "', 0, 80) >= 0 and FRAME_RE.match(msg) is not None
+            cx.prev_line = ln if ln.prefixed else None
+            cx.thread_exc = False
+            ctx: Ctx = (frame, code, False, tb.low, tb.high, tb)
+            if (frame or code) and not cl.watching:
+                hits = None
+                if tb.phase < _LAST_FRAME_PHASE:
+                    for rule, _ in cl.frames.match(msg):
+                        hits = Hits(frame=rule)
+                        break
+            else:
+                hits = cl.classify(ln, frame or code, tb.phase < _LAST_FRAME_PHASE, self._history.current)
+        elif (tb is None and not cx.benign and not cx.after_frame and "Traceback" not in msg
                 and msg.find('File "', 0, 80) < 0):
             # The common case, at the cost of a look: a line that is no part of a traceback
             # (LineContext.place's answer for it, without the call).
@@ -337,21 +352,19 @@ class StartupReader(QuietLines):
             else:
                 cx.prev_line = None
                 ctx = CTX_PLAIN
-            plain = True
+            if not cl.watching:
+                found = cl.matcher.match(msg)  # the common case of stage 3, without the call
+                hits = cl.hits(found, False, False, msg) if found else None
+            else:
+                hits = cl.classify(ln, False, False, self._history.current)
         else:
             ctx = cx.place(ln)
-            plain = False
-        cl = self._cl
-        if plain and not cl.watching:
-            found = cl.matcher.match(msg)  # the common case of stage 3, without the call
-            hits = cl.hits(found, False, False, msg) if found else None
-        else:
             tr = ctx[5]
             hits = cl.classify(ln, ctx[0] or ctx[1], tr is not None and tr.phase < _LAST_FRAME_PHASE,
                                self._history.current)
         is_systemd = systemd or (ln.ident is not None and ln.ident in _HOST_IDENTS) or (
             msg[:1] == "k" and msg.startswith("kernel: ")) or (
-            ".service" in msg and (_UNIT_MSG_RE.match(msg) is not None or "systemd[" in msg
+            ".service" in msg and (UNIT_MSG_RE.match(msg) is not None or "systemd[" in msg
                                    or (ln.ident is None and _BARE_SYSTEMD_RE.match(msg) is not None)))
         if not is_systemd and ("$" in msg or "#" in msg) and (pm := _PROMPT_RE.match(msg)) is not None:
             # A shell prompt pasted with the log: read for the engine's name only, unless the
@@ -366,82 +379,6 @@ class StartupReader(QuietLines):
         if not msg or msg.isspace():
             return
         self._apply(ln, hits, ctx)
-
-    # --- stage 4: apply ------------------------------------------------------------------------
-
-    def _apply_host(self, hits: Hits | None, ln: Line) -> None:
-        """A line systemd or the kernel wrote about the unit: lifecycle, or a kernel OOM kill."""
-        cl = self._cl
-        if not cl.committed:
-            m = _UNIT_MSG_RE.match(ln.msg)
-            name = unit_engine(m.group(0)) if m is not None else None
-            if name is None and hits is not None and hits.lifecycle is not None:
-                what = hits.lifecycle[1].groupdict().get("what")
-                name = unit_engine(what) if what else None
-            if name is not None:
-                cl.evidence(name, UNIT_WEIGHT, "unit", self._history.current)
-        if hits is None:
-            return
-        if hits.lifecycle is not None:
-            self._history.systemd(hits.lifecycle[0], hits.lifecycle[1], ln, cl.engine)
-        elif hits.fail is not None and hits.fail.cause == "host_oom_killed":
-            fail(self._history.current, "host_oom_killed", hits.fail.strength, ln, None, cl.engine, self._timeline)
-
-    def _apply(self, ln: Line, hits: Hits | None, ctx: Ctx) -> None:
-        """A line the server wrote: what it says of the start (``ctx`` from
-        :meth:`~probes.logs.context.LineContext.place`)."""
-        frame, code, top, low, high, trace = ctx
-        msg = ln.msg
-        history = self._history
-        timeline = self._timeline
-        start = history.current
-        if start.ended and start.invocation is None:
-            start = history.new_start()
-        if hits is not None and hits.banner is not None:
-            key = hits.banner.pattern
-            if key in start.banners or start.failed or start.host_phase() > _STARTING:
-                start = history.new_start()
-            start.banners.add(key)
-        if start.life is _EMPTY:
-            start.life = _LOADING
-            start.first = timeline.mark("starting", ln)
-        start.output = True
-        if ("port" in msg or "://" in msg) and (port := listen_port(msg)) is not None:
-            start.port = port
-        if start.args_hash is None and "model" in msg:
-            ident = identify(msg)
-            if ident is not None and (ident.args_hash is not None or start.model is None):
-                start.model = ident.model or start.model
-                start.args_hash = ident.args_hash
-        if not is_probe_access(msg):
-            self._last_line = ln.text
-        phase_rule = hits.phase if hits is not None else None
-        if msg[0] == "." and phase_rule is None and msg.startswith("......") and not msg.strip(". "):
-            advance(start, ln.rank, self._cl.dots(), ln, timeline)
-        if hits is not None and hits.frame is not None and trace is not None:
-            frame_phase(start, trace, hits.frame.phase, ln, timeline)
-        if phase_rule is not None and phase_rule.phase is not None:
-            phase_line(start, phase_rule, phase_rule.phase, ln, timeline, high)
-        if ("/s" in msg and ("/s]" in msg or "/s," in msg)) or "s/it" in msg:
-            bar(start, ln, self._cl.bars, timeline)
-        elif hits is not None and hits.progress_m is not None:
-            count(start, ln, phase_rule.phase if phase_rule else None, hits.progress_m)
-        if start.suspects and start.served and not start.failed and _SERVED_RE.search(msg) is not None:
-            # It answered a request after the suspect: what looked fatal was one failed request.
-            start.suspects.clear()
-            start.error = None
-        cx = self._cx
-        if hits is not None:
-            if hits.ready is not None and ready(start, hits.ready, ln, timeline):
-                history.ever_ready = True
-            if hits.ends and not start.failed:
-                start.life = Life.STOPPED  # the server says it shut down (Ctrl-C, SIGTERM): not failed
-            if hits.benign:
-                cx.benign = BENIGN_LINES
-        if cx.benign or code or frame or (trace is not None and trace.benign):
-            return
-        if trace is not None or (hits is not None and hits.fail is not None) or "Error" in msg or "Exception" in msg:
-            judge(start, ln, hits, top, low, high, trace, self._cl.engine, timeline)
 
     # --- reading -------------------------------------------------------------------------------------
 

@@ -202,13 +202,17 @@ def words_of(data: bytes) -> list[bytes]:
 SCAN_CHARS = 400
 
 
+#: Sets of key words a :class:`Matcher` keeps the rows of (each a few hundred bytes).
+_MAX_KEY_SETS = 4096
+
+
 class Matcher:
     """Runs a table of rules against lines, fast: only rules whose key words occur are tried.
 
     ``match(msg)`` returns ``[(rule, match), ...]`` for every rule that matches, in table order.
     """
 
-    __slots__ = ("rules", "_rows", "_index", "_keys", "_literals")
+    __slots__ = ("rules", "_rows", "_index", "_keys", "_literals", "_rows_of")
 
     def __init__(self, rules: tuple[Rule, ...] | list[Rule]) -> None:
         self.rules = tuple(rules)
@@ -224,12 +228,18 @@ class Matcher:
                 row = ids.setdefault((i, branch), len(ids))
                 rows.setdefault(key, []).append((row, i, branch, head))
         self._rows = {k: tuple(v) for k, v in rows.items()}
-        # The same rows with their regexes, for the keys a line has held so far (_compiled).
-        self._index: dict[bytes, tuple[tuple[int, int, re.Pattern[str], str | None], ...]] = {}
+        # The same rows with their regexes and needed texts, for the keys a line has held so far
+        # (_compiled). The needed texts: one of them is in every match of the row's regex (its
+        # literal head, else its required_literals), None when it needs none: a line without any
+        # is not searched.
+        self._index: dict[bytes, tuple[tuple[int, int, re.Pattern[str], tuple[str, ...] | None], ...]] = {}
         self._keys = frozenset(rows)
         # For each key, texts one of which a line with the key must hold for any of its rows to
         # match, or None where a row requires none: may_match's index, filled as keys come up.
         self._literals: dict[bytes, tuple[str, ...] | None] = {}
+        # The rows of a set of several keys found in a line, sorted and deduped (lines repeat
+        # their sets: a start's log is much the same every time); at most _MAX_KEY_SETS sets.
+        self._rows_of: dict[frozenset[bytes], list[tuple[int, int, re.Pattern[str], tuple[str, ...] | None]]] = {}
 
     def match(self, msg: str) -> list[tuple[Rule, re.Match[str]]]:
         """All rules matching ``msg``, in table order (an empty list for most lines)."""
@@ -239,21 +249,31 @@ class Matcher:
             return _NO_HITS
         hits = keys.intersection(words)
         index = self._index
-        cands: tuple[tuple[int, int, re.Pattern[str], str | None], ...] | list[
-            tuple[int, int, re.Pattern[str], str | None]]
+        cands: tuple[tuple[int, int, re.Pattern[str], tuple[str, ...] | None], ...] | list[
+            tuple[int, int, re.Pattern[str], tuple[str, ...] | None]]
         if len(hits) == 1:
             key = next(iter(hits))
             cands = index.get(key) or self._compiled(key)
         else:
-            cands = sorted({c[0]: c for k in hits for c in (index.get(k) or self._compiled(k))}.values())
+            rows_of = self._rows_of
+            rows = rows_of.get(hits)
+            if rows is None:
+                rows = sorted({c[0]: c for k in hits for c in (index.get(k) or self._compiled(k))}.values())
+                if len(rows_of) < _MAX_KEY_SETS:
+                    rows_of[hits] = rows
+            cands = rows
         out = []
         rules = self.rules
         last = -1
-        for _, i, rx, head in cands:
+        for _, i, rx, need in cands:
             if i == last:
                 continue  # this rule already matched through another branch
-            if head is not None and head not in msg:
-                continue  # the text every match begins with is not there
+            if need is not None:
+                for text in need:
+                    if text in msg:
+                        break
+                else:
+                    continue  # none of the texts every match holds is there
             m = rx.search(msg, 0, 8192)
             if m is not None:
                 out.append((rules[i], m))
@@ -286,11 +306,15 @@ class Matcher:
         return False
 
 
-    def _compiled(self, key: bytes) -> tuple[tuple[int, int, re.Pattern[str], str | None], ...]:
-        """``key``'s rows with their regexes (compiled now, the first time a line holds ``key``)."""
+    def _compiled(self, key: bytes) -> tuple[tuple[int, int, re.Pattern[str], tuple[str, ...] | None], ...]:
+        """``key``'s rows with their regexes and needed texts (made now, the first time a line
+        holds ``key``): (row id, rule index, regex, the texts one of which every match holds: the
+        literal head, else :func:`required_literals`; None when it needs none)."""
         rules = self.rules
         got = self._index[key] = tuple(
-            (row, i, rules[i].rx if branch is None else re.compile(branch, rules[i].flags), head)
+            (row, i, rules[i].rx if branch is None else re.compile(branch, rules[i].flags),
+             (head,) if head is not None else required_literals(rules[i].pattern if branch is None else branch,
+                                                                 rules[i].flags))
             for row, i, branch, head in self._rows[key])
         return got
 
