@@ -250,3 +250,26 @@ def test_reading_a_serving_log_does_not_fault_the_heap_in_again_every_block(tmp_
                           cwd=Path(__file__).resolve().parents[1])
     assert done.returncode == 0, done.stderr
     assert int(done.stdout) < 1000  # 4 MB at most, of 10 MB read
+
+
+def test_scans_that_keep_few_lines_quiet_wait_longer_each_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A scan that keeps fewer than half its lines quiet is followed by 64, then 128 ... 4096 lines
+    # read the one-line way: where most lines matter, few are scanned (the back-off used to be
+    # reset before the scan after a deferral was judged, so it was 64 every time: 44 % scanned).
+    scanned: list[int] = []
+    real = blockscan.BlockScan.may_matter
+
+    def counted(self: blockscan.BlockScan, lines: list[bytes], start: int, stop: int) -> tuple[list[int], set[int]]:
+        scanned.append(stop - start)
+        return real(self, lines, start, stop)
+    monkeypatch.setattr(blockscan.BlockScan, "may_matter", counted)
+    cue = b"[2025-03-08 12:30:02] INFO:     paid $5 for it"  # a cue: read the long way, changes nothing
+    lines = SGLANG_START + [HEALTH, cue, cue, cue] * 5000
+    reader = StartupReader()
+    for k in range(0, len(lines), 2000):
+        reader.feed_lines(lines[k:k + 2000])
+    assert 0 < sum(scanned) < len(lines) // 10
+    one_by_one = StartupReader()
+    for raw in lines:
+        one_by_one.feed_bytes(raw)
+    assert reader.reading(ended=True) == one_by_one.reading(ended=True)

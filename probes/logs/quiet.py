@@ -172,12 +172,13 @@ class QuietLines:
                     self._scan_defer -= stop - i
                     i = stop
                     continue
-                if 2 * self._scan_kept < self._scan_cost:
-                    self._scan_defer = self._scan_backoff = min(self._scan_backoff * 2, _LAST_WINDOW) or _FIRST_WINDOW
-                    self._scan_kept = self._scan_cost = 0
-                    window = _FIRST_WINDOW  # then a small scan to try again
-                    continue
-                self._scan_backoff = 0
+                if self._scan_cost:  # the last scan's lines are all read: judge it
+                    if 2 * self._scan_kept < self._scan_cost:
+                        self._scan_defer = self._scan_backoff = min(self._scan_backoff * 2, _LAST_WINDOW) or _FIRST_WINDOW
+                        self._scan_kept = self._scan_cost = 0
+                        window = _FIRST_WINDOW  # then a small scan to try again
+                        continue
+                    self._scan_backoff = 0  # it paid: the next deferral is short again
                 if scanned_for is not None and matcher is not scanned_for:
                     window = _FIRST_WINDOW  # another engine's matcher: it may not last
                 scanned_to = min(n, i + window)
