@@ -83,6 +83,10 @@ def metrics(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float] | 
 
 def test_the_shipped_unit_runs_hardened_and_reads_the_journal(systemd_host: SystemdHost) -> None:
     host = systemd_host
+    # The unit runs this checkout's code inside the host, whose /tmp is a private tmpfs
+    # (tests/systemd_host.py): a checkout under /tmp is not there.
+    assert not ROOT.is_relative_to("/tmp"), (f"the checkout {ROOT} is under /tmp, which the test host's private "
+                                             "/tmp hides from the unit: clone it elsewhere")
     version = subprocess.run([SYSTEM_PYTHON, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
                              text=True, timeout=30).stdout.strip()
     assert version == str(sys.version_info[:2]), f"{SYSTEM_PYTHON} is {version}, the venv {sys.version_info[:2]}"
