@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from probes.logs.logline import MAX_LINE_CHARS, frames, parse
+from probes.logs.logline import MAX_LINE_CHARS, date_shaped, date_shaped_bytes, frames, parse
 
 
 def test_cr_frames_are_logical_lines_and_empty_frames_drop() -> None:
@@ -101,6 +101,26 @@ def test_text_that_only_looks_like_a_prefix_stays_in_the_message() -> None:
 def test_grep_context_lines_lose_their_number_too() -> None:
     line = parse(1, "1234-[2025-03-08 12:29:11 TP0] Load weight begin.")
     assert (line.msg, line.rank) == ("Load weight begin.", "TP0")
+
+
+@pytest.mark.parametrize("head, shaped", [
+    ("2025-03-08 12:29:11 INFO x", True), ("2025-03-08T12:29:11Z", True), ("0000-00-00", True),
+    ("12:2025-03-08 x", False), ("1234:foo", False), ("1234-[2025-03-08 12:29:11 TP0]", False),
+    ("12-31 23:59:58", False), ("2025-0", False), ("", False), ("-2025-03-08", False),
+])
+def test_date_shape_is_one_test_for_text_and_bytes(head: str, shaped: bool) -> None:
+    # The one look "does this line begin like YYYY-MM-DD" that parse(), the quiet path and the
+    # block scan share: the same answer on a line's text and on its bytes.
+    assert date_shaped(head) is shaped
+    assert date_shaped_bytes(head.encode()) is shaped
+
+
+def test_a_date_led_line_keeps_its_year_but_a_grep_n_number_goes() -> None:
+    dated = parse(1, "2025-03-08 12:29:11 INFO Load weight begin.")
+    grepped = parse(1, "12:2025-03-08 12:29:11 INFO Load weight begin.")
+    assert (dated.stamp, dated.numbered) == (grepped.stamp, False)
+    assert dated.stamp is not None and dated.stamp.year == 2025
+    assert grepped.numbered and grepped.msg == dated.msg
 
 
 def test_tabs_read_the_same_through_bytes_and_text() -> None:

@@ -44,7 +44,7 @@ from bisect import bisect_right
 from itertools import accumulate, compress, repeat
 from probes.hosttext import ASCII_UNPRINTABLE
 from probes.logs.engines.base import SCAN_CHARS, WORD_BYTES, Matcher
-from probes.logs.logline import DATE_OR_CLOCK_RE
+from probes.logs.logline import DATE_OR_CLOCK_RE, date_shaped_bytes
 
 try:
     import ahocorasick_rs
@@ -86,8 +86,7 @@ def _date_led(template: bytes) -> bool:
     """Whether a line (or its template) begins with a date the reader's number check passes
     over, whether or not the log is numbered (:meth:`~probes.logs.quiet.QuietLines._quiet_number`:
     a ``YYYY-MM-DD`` shape, then :data:`~probes.logs.logline.DATE_OR_CLOCK_RE`)."""
-    return (template[1:2].isdigit() and template[4:5] == b"-" and template[7:8] == b"-"
-            and _DATE_OR_CLOCK_BYTES.match(template) is not None)
+    return date_shaped_bytes(template) and _DATE_OR_CLOCK_BYTES.match(template) is not None
 
 
 class BlockScan:

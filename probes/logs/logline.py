@@ -45,6 +45,21 @@ _NUMBER_RE = re.compile(r"\d+[:-]")
 #: (line 15 of a log that begins with a clock) is no clock: a clock's seconds are followed by no ":".
 #: (The reader's grep -n check, ``StartupReader._note_number``; the block scan's, on bytes.)
 DATE_OR_CLOCK_RE = re.compile(r"(?:\d{4}-\d\d-\d\d|\d\d-\d\d[ T]\d\d:\d\d:\d\d|\d\d:\d\d:\d\d)(?![:\d])")
+
+def date_shaped(s: str) -> bool:
+    """Whether ``s`` begins in the shape of a ``YYYY-MM-DD`` date (a digit second, ``-`` fifth and
+    eighth): the cheap first look before :data:`DATE_OR_CLOCK_RE`. :func:`parse` takes such a
+    line's first number for a date, not a ``grep -n`` line number (only a ``grep -n`` context
+    line numbered 1000-9999 whose text begins ``NN-`` looks the same; the date is by far the more
+    common). :func:`date_shaped_bytes` is the same test on bytes."""
+    return s[1:2].isdigit() and s[4:5] == "-" and s[7:8] == "-"
+
+
+def date_shaped_bytes(b: bytes) -> bool:
+    """:func:`date_shaped` on a line's bytes (or its block-scan template: digits made ``0``)."""
+    return b[1:2].isdigit() and b[4:5] == b"-" and b[7:8] == b"-"
+
+
 _KUBECTL_RE = re.compile(r"\[pod/([^\]\s]+)\] ")
 _GUTTER_RE = re.compile(r"\s+\| ")
 _COMPOSE_RE = re.compile(r"([A-Za-z0-9][\w.-]*)\s+\| ")
@@ -254,7 +269,7 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
     if c.isdigit():
         if numbered:
             m = _NUMBER_RE.match(s)
-        elif s[1:2].isdigit() and s[4:5] == "-" and s[7:8] == "-":
+        elif date_shaped(s):
             m = None  # a date: no grep -n number in front
         else:
             m = _GREP_N_RE.match(s)

@@ -23,7 +23,7 @@ from probes.logs.context import LineContext
 from probes.logs.engines.base import SCAN_CHARS, Matcher, words_of
 from probes.logs.lifecycle import StartHistory
 from probes.hosttext import strip_escapes
-from probes.logs.logline import MAX_LINE_CHARS, Line, Stamp
+from probes.logs.logline import MAX_LINE_CHARS, Line, Stamp, date_shaped, date_shaped_bytes
 from probes.logs.settle import Quiet, QuietRun
 from probes.logs.starts import Life
 from probes.logs.timeline import Timeline
@@ -210,7 +210,7 @@ class QuietLines:
         goes on after it (as :meth:`feed_lines` feeds every line that may matter)."""
         if self._numbered:
             return True
-        if not (raw[1:2].isdigit() and raw[4:5] == b"-" and raw[7:8] == b"-"):
+        if not date_shaped_bytes(raw):
             return False  # a grep -n number, perhaps: parse() decides
         lines = self.lines
         self.lines = lines + ahead + 1  # as the one-line way counts it (the check reads it)
@@ -255,7 +255,7 @@ class QuietLines:
             return False
         self._backoff = 0
         if text[0].isdigit() and not self._numbered:
-            if not (text[1:2].isdigit() and text[4:5] == "-" and text[7:8] == "-"):
+            if not date_shaped(text):
                 return False  # a grep -n number, perhaps: parse() decides
             if self._note_number(text):
                 return False  # this line shows the log is grep -n output
