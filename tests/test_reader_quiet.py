@@ -16,7 +16,10 @@ import pytest
 
 from probes.logs import reader as reader_module
 from probes.logs.engines import ENGINES, matcher_for
+import re
+
 from probes.logs.engines.base import SCAN_CHARS, required_literals
+from probes.logs.engines.patterns import required_lower
 from probes.logs.quiet import has_cue
 from probes.logs.reader import StartupReader
 from probes.sources.logfile import iter_lines
@@ -186,6 +189,66 @@ def test_required_literals_are_text_every_match_holds() -> None:
     assert required_literals(r"Model architectures? \[[^\]]{0,500}\]") == ("Model architecture",)
     assert required_literals(r"(?i)cuda error") is None
     assert required_literals("cuda error", flags=2) is None  # re.IGNORECASE: no fixed text
+
+
+def test_a_group_that_must_match_gives_its_texts() -> None:
+    # "(?:A|B)...": every match holds one of the group's texts; the most telling group is taken
+    # (the longest shortest text), not a short run outside it.
+    assert required_literals(r"(?:\[Errno 98\]|address already in use|EADDRINUSE)(?:.{0,200}?:(?P<p>\d+))?") == (
+        "[Errno 98]", "address already in use", "EADDRINUSE")
+    assert required_literals(r"(?:WorkerProc|EngineCore|Worker) (?:hit an exception|encountered a fatal error)") == (
+        "hit an exception", "encountered a fatal error")
+    assert required_literals(r"(abcd|efgh)+") == ("abcd", "efgh")
+    assert required_literals(r"x(?:abcd|efgh)?") is None   # the group may be absent
+    assert required_literals(r"x(?=abcd)") is None         # a look-ahead: no claim
+    assert required_literals(r"(?i:abcd)") is None         # scoped flags: no claim
+    assert required_literals(r"(?:ab|cdef)x") is None      # "ab" is too short to tell
+
+
+def test_a_case_insensitive_rule_needs_its_texts_in_lower_case() -> None:
+    assert required_lower(r"address already in use|EADDRINUSE", re.IGNORECASE) == ("address already in use", "eaddrinuse")
+    assert required_lower(r"address already in use", 0) is None          # case-sensitive: required_literals
+    assert required_lower(r"addreſs in use", re.IGNORECASE) is None       # "ſ" matches "s": no ASCII claim
+    assert required_lower(r"address in use", re.IGNORECASE | re.VERBOSE) is None
+    m = matcher_for("vllm")
+    # vLLM's realtime API logs this line a second while serving; "already" is the key word of the
+    # case-insensitive port_in_use rule, whose texts it does not hold.
+    assert not m.may_match("(APIServer pid=1) WARNING 03-08 03:19:06 [connection.py:164] Generation already in progress, ignoring commit")
+    for line in ("ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use",
+                 "OSError: ADDRESS ALREADY IN USE", "bind: Address already in use (port 8000)",
+                 "Generation already in progress — ignoring commit"):  # not ASCII: may match
+        assert m.may_match(line), line
+
+
+def test_the_kernel_cue_is_the_kernels_own_lines() -> None:
+    # Syslog's "kernel:" identifier is the kernel's line; the word alone (Triton kernel JIT
+    # warnings of a serving vLLM) is not a cue.
+    assert has_cue("Sep 11 00:44:21 gpu-node-1 kernel: amdgpu 0000:c4:00.0: amdgpu: [gfxhub] page fault")
+    assert has_cue("Mar 08 12:30:05 gpu-node-1 kernel[0]: Out of memory: Killed process 1234 (python3)")
+    assert not has_cue(VLLM_JIT)
+    assert not matcher_for("vllm").may_match(VLLM_JIT)
+
+
+VLLM_JIT = ("(EngineCore pid=284) WARNING 05-30 07:48:45 [jit_monitor.py:103] Triton kernel JIT compilation during "
+            "inference: _zero_kv_blocks_kernel. This causes a latency spike; consider extending warmup to cover this "
+            "shape/config.")
+
+
+def test_a_serving_vllm_log_is_mostly_quiet_and_reads_the_same() -> None:
+    serving = [
+        VLLM_JIT,
+        "(APIServer pid=1) WARNING 03-08 03:19:06 [connection.py:164] Generation already in progress, ignoring commit",
+        '(APIServer pid=1) INFO:     172.18.0.6:58636 - "WebSocket /v1/realtime" [accepted]',
+    ] * 30
+    quiet, _ = _both(VLLM_START + serving)
+    for text in serving[:6]:
+        quiet.feed(text)
+    assert len(quiet._quiet.lines) == 6
+    # ... and what comes after them is still read: a bind error in capitals, the kernel's OOM kill.
+    for tail in ("(APIServer pid=1) ERROR 03-08 03:19:07 [api_server.py:1] OSError: [Errno 98] ADDRESS ALREADY IN USE",
+                 "Mar 08 03:19:08 gpu-node-1 kernel: Out of memory: Killed process 1234 (python3) total-vm:1kB"):
+        q, _ = _both(VLLM_START + serving + [tail])
+        assert q.reading(ended=True).state == "failed", tail
 
 
 def test_the_quiet_path_skips_parse(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -55,7 +55,7 @@ else:
     AVAILABLE = True
 
 #: quiet_ascii's substrings (quiet.py: READER_CUES that are not words, _SLASH_CUES, _DOT_CUES).
-_CUE_TEXTS = ("Error", "Exception", "{", "| ", "$", "@",
+_CUE_TEXTS = ("Error", "Exception", "{", "| ", "$", "@", "kernel:", "kernel[",
               "/s]", "/s,", "s/it", "it/s", "B/s", "://", "[pod/", "...", ".service")
 #: What the per-line path reads the long way: control characters but the newline (a line that
 #: is not ASCII, or is empty, is found by its own test, :meth:`BlockScan._classify`).

@@ -32,12 +32,14 @@ from probes.logs.timeline import Timeline
 #: a traceback and its frames ("Error"/"Exception" also start a failure's judgement), an argument
 #: dump or a line naming the model or the port (what :func:`~probes.logs.identity.identify` and
 #: :func:`~probes.logs.identity.listen_port` read: each holds one of these or a URL), a shell prompt ("$", "user@host"), ``journalctl -x`` catalog
-#: text, an elision ("…"), systemd's and the kernel's lines, a JSON record, a service or gutter
+#: text, an elision ("…"), systemd's lines and the kernel's (syslog's ``kernel:``, as
+#: :func:`~probes.logs.logline.parse` finds the identifier; not the word "kernel" alone, which a
+#: serving vLLM's Triton JIT warnings hold), a JSON record, a service or gutter
 #: prefix (``name  | ``). With a "/": a tqdm bar (its rate), a URL, ``[pod/...]``; with a ".": an
 #: elision ("..."), a unit name. :func:`has_cue` also finds "<snip>" and "[snip]" in any case.
 READER_CUES = ("Error", "Exception", "Traceback", 'File "', "args", "model ", "model_id", "model=", "model '",
                "trtllm-serve", "$", "@", "{", "| ", "░", "…",
-               "systemd", "kernel")
+               "systemd", "kernel:", "kernel[")
 _SLASH_CUES = ("/s]", "/s,", "s/it", "it/s", "B/s", "://", "[pod/")
 _DOT_CUES = ("...", ".service")
 #: Quiet lines kept before they are settled anyway (bounds the memory they hold).
@@ -67,9 +69,9 @@ def has_cue(text: str) -> bool:
 
 #: :data:`READER_CUES` as the words (:func:`~probes.logs.engines.base.words_of`, lower case) they
 #: hold: a line that holds a cue holds one of these words, "Error" or "Exception", or one of the
-#: characters :func:`quiet_ascii` tests.
+#: characters and texts (``kernel:``, ``...``) :func:`quiet_ascii` tests.
 _CUE_WORDS = frozenset({b"traceback", b"file", b"args", b"server_args", b"model", b"model_id", b"trtllm",
-                        b"systemd", b"kernel", b"snip"})
+                        b"systemd", b"snip"})
 
 
 def quiet_ascii(text: str, matcher: Matcher) -> bool:
@@ -78,6 +80,8 @@ def quiet_ascii(text: str, matcher: Matcher) -> bool:
     words (the cues that are words) and a few substring tests (a substring test costs about as
     much as splitting a short line into words does; one per cue would cost three times more)."""
     if "Error" in text or "Exception" in text or "{" in text or "| " in text or "$" in text or "@" in text:
+        return False
+    if "kernel" in text and ("kernel:" in text or "kernel[" in text):
         return False
     if "/" in text and ("/s" in text or "/it" in text or "//" in text or "[pod/" in text):
         for cue in _SLASH_CUES:

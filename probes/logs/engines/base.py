@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import cache, cached_property
 
 from probes.data.vocab import CAUSE_STRENGTH, PHASE_INDEX
-from probes.logs.engines.patterns import (derive_keys, literal_head, literal_words, required_literals,
+from probes.logs.engines.patterns import (derive_keys, literal_head, literal_words, required_literals, required_lower,
                                          split_alternation)
 
 _WORD_BYTES = bytes.maketrans(
@@ -212,7 +212,7 @@ class Matcher:
     ``match(msg)`` returns ``[(rule, match), ...]`` for every rule that matches, in table order.
     """
 
-    __slots__ = ("rules", "_rows", "_index", "_keys", "_literals", "_rows_of")
+    __slots__ = ("rules", "_rows", "_index", "_keys", "_literals", "_lower", "_rows_of")
 
     def __init__(self, rules: tuple[Rule, ...] | list[Rule]) -> None:
         self.rules = tuple(rules)
@@ -237,6 +237,9 @@ class Matcher:
         # For each key, texts one of which a line with the key must hold for any of its rows to
         # match, or None where a row requires none: may_match's index, filled as keys come up.
         self._literals: dict[bytes, tuple[str, ...] | None] = {}
+        # The keys with a case-insensitive row: their texts are in lower case, for the lower-case
+        # copy of an ASCII line (any other line may match them).
+        self._lower: set[bytes] = set()
         # The rows of a set of several keys found in a line, sorted and deduped (lines repeat
         # their sets: a start's log is much the same every time); at most _MAX_KEY_SETS sets.
         self._rows_of: dict[frozenset[bytes], list[tuple[int, int, re.Pattern[str], tuple[str, ...] | None]]] = {}
@@ -294,14 +297,22 @@ class Matcher:
         if keys.isdisjoint(words):
             return False
         literals = self._literals
+        low: str | None = None
         for key in keys.intersection(words):
             need = literals.get(key, ())  # required(key), without the call (the per-line hot path)
             if need == ():
                 need = literals[key] = self._required(key)
             if need is None:
                 return True
+            hay = text
+            if key in self._lower:
+                if low is None:
+                    if not text.isascii():
+                        return True
+                    low = text.lower()
+                hay = low
             for lit in need:
-                if lit in text:
+                if lit in hay:
                     return True
         return False
 
@@ -325,7 +336,9 @@ class Matcher:
 
     def required(self, key: bytes) -> tuple[str, ...] | None:
         """The texts one of which a line with the word ``key`` must hold for a rule to match it
-        (what :meth:`may_match` tests), or None when a row of ``key`` requires none.
+        (what :meth:`may_match` tests), or None when a row of ``key`` requires none. Where a row
+        of ``key`` is case-insensitive (:meth:`lowered`), the texts are in lower case and what
+        must hold one is the line's lower-case copy, for an ASCII line only.
 
         Raises:
             KeyError: for a word that is not one of :attr:`keys`.
@@ -335,13 +348,27 @@ class Matcher:
             need = self._literals[key] = self._required(key)
         return need
 
+    def lowered(self, key: bytes) -> bool:
+        """Whether :meth:`required` of ``key`` is in lower case, for a line's lower-case copy (a
+        row of ``key`` is case-insensitive). Known once :meth:`required` of ``key`` was asked."""
+        return key in self._lower
+
     def _required(self, key: bytes) -> tuple[str, ...] | None:
         """The texts one of which a line must hold for a row of ``key`` to match (each row's
-        :func:`required_literals`), or None when a row requires none."""
+        :func:`required_literals`, or :func:`required_lower` for a case-insensitive row; then all
+        of them in lower case, and ``key`` is noted in ``_lower``), or None when a row requires none."""
         rules = self.rules
-        found = [required_literals(rules[i].pattern if branch is None else branch, rules[i].flags)
-                 for _, i, branch, _ in self._rows[key]]
-        return None if None in found else tuple(sorted({t for f in found if f for t in f}))
+        rows = [(rules[i].pattern if branch is None else branch, rules[i].flags) for _, i, branch, _ in self._rows[key]]
+        blind = any(flags & re.IGNORECASE for _, flags in rows)
+        found = [(required_lower if flags & re.IGNORECASE else required_literals)(pattern, flags)
+                 for pattern, flags in rows]
+        if None in found:
+            return None
+        texts = {t for f in found if f for t in f}
+        if blind:
+            self._lower.add(key)
+            texts = {t.lower() for t in texts}
+        return tuple(sorted(texts))
 
 
 @cache

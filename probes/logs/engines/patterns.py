@@ -16,6 +16,8 @@ _ESCAPE_CLASS_RE = re.compile(r"\\[dDwWsSbBAZ]")
 _ESCAPED_PUNCT_RE = re.compile(r"\\(.)")
 _CHARCLASS_RE = re.compile(r"\[(?:\\.|[^\]\\])*\]")
 _GROUP_OPEN_RE = re.compile(r"\(\?(?:P<\w+>|[:=!]|<[=!])?")
+#: The groups whose inside must match as written: capturing, named, non-capturing.
+_PLAIN_GROUP_RE = re.compile(r"\((?!\?)|\(\?:|\(\?P<\w+>")
 _WORD_RE = re.compile(r"(?<![\w\x00])[A-Za-z][A-Za-z0-9_]{2,}(?![\w\x00?*+{])")
 
 
@@ -68,15 +70,18 @@ def literal_head(pattern: str, flags: int = 0, shortest: int = 4) -> str | None:
 @cache
 def required_literals(pattern: str, flags: int = 0, shortest: int = 3) -> tuple[str, ...] | None:
     """Texts one of which every match of ``pattern`` holds: for each top-level branch, its longest
-    run of literal characters outside any group (each one there must match, in a row), or None when
-    a branch has none of ``shortest`` characters or more, or the pattern has flags (a
-    case-insensitive match holds no fixed text). A line that holds none of them cannot match."""
+    run of literal characters outside any group (each one there must match, in a row), or the
+    texts of a group that must match (``(?:A|B)...``, not followed by ``?``, ``*`` or ``{``: one
+    of each inner branch's texts), whichever's shortest text is the longest; None when a branch
+    has neither of ``shortest`` characters or more, or the pattern has flags (a case-insensitive match holds no fixed text:
+    see :func:`required_lower`). A line that holds none of them cannot match."""
     inline = _INLINE_FLAGS_RE.match(pattern)
     if flags & ~re.UNICODE or (inline is not None and set(inline.group()) - set("(?)u")):
         return None  # flags given, or inline ones ("(?i)...": read, not compiled)
-    out = []
+    out: list[str] = []
     for branch in split_alternation(pattern):
         best, run, depth, i, n = "", "", 0, 0, len(branch)
+        groups: list[tuple[str, ...]] = []  # the texts of each group that must match
         while i < n:
             ch = branch[i]
             lit: str | None = None
@@ -93,6 +98,8 @@ def required_literals(pattern: str, flags: int = 0, shortest: int = 3) -> tuple[
                 close = branch.find("}", i)
                 step = close - i + 1 if close > i else 1  # a quantifier's bounds are no text
             elif ch == "(":
+                if depth == 0 and (inner := _group_literals(branch, i, shortest)) is not None:
+                    groups.append(inner)
                 depth += 1
             elif ch == ")":
                 depth -= 1
@@ -111,10 +118,66 @@ def required_literals(pattern: str, flags: int = 0, shortest: int = 3) -> tuple[
             i += step
         if len(run) > len(best):
             best = run
-        if len(best) < shortest:
+        if len(best) >= shortest:
+            groups.append((best,))
+        if not groups:
             return None
-        out.append(best)
+        # The most telling: the longest shortest text (a line holds a short one by chance), then
+        # the fewest texts.
+        chosen: tuple[str, ...] = max(groups, key=_telling)
+        out += chosen
     return tuple(out)
+
+
+def _telling(texts: tuple[str, ...]) -> tuple[int, int]:
+    """How telling a set of needed texts is: its shortest text's length, then fewer texts first."""
+    return min(len(t) for t in texts), -len(texts)
+
+
+def _group_literals(branch: str, i: int, shortest: int) -> tuple[str, ...] | None:
+    """The texts one of which the group that opens at ``branch[i]`` holds in every match
+    (:func:`required_literals` of its inside), or None: a look-around, a group that may be
+    absent (``?``, ``*``, ``{`` after it), or no such texts."""
+    m = _PLAIN_GROUP_RE.match(branch, i)
+    if m is None:
+        return None  # a look-around, scoped flags "(?i:", a back-reference "(?P=": no claim
+    depth, j, n = 0, i, len(branch)
+    while j < n:
+        c = branch[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == "[":
+            cls = _CHARCLASS_RE.match(branch, j)
+            j += len(cls.group(0)) if cls else 1
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                break
+        j += 1
+    else:
+        return None  # unbalanced: no claim
+    if branch[j + 1:j + 2] in ("?", "*", "{"):
+        return None
+    return required_literals(branch[m.end():j], 0, shortest)
+
+
+def required_lower(pattern: str, flags: int = 0, shortest: int = 3) -> tuple[str, ...] | None:
+    """For a case-insensitive pattern (``flags`` ``re.IGNORECASE``, with ``re.UNICODE`` or not):
+    texts in lower case one of which the lower-case copy of every ASCII line it matches holds
+    (:func:`required_literals` of the pattern read case-sensitively, lowered), or None (other
+    flags, no such texts, or a text that is not ASCII: ``re.IGNORECASE`` matches "ſ" to "s" and
+    "K" (Kelvin) to "k", which lowering does not). Only an ASCII line may be judged by them; any
+    other line may match."""
+    if flags & ~re.UNICODE != re.IGNORECASE:
+        return None
+    found = required_literals(pattern, 0, shortest)
+    if found is None or not all(t.isascii() for t in found):
+        return None
+    return tuple(dict.fromkeys(t.lower() for t in found))
 
 
 #: Global inline flags ("(?i)", "(?s)(?m)"): Python allows them only at the start of a pattern.
