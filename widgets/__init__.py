@@ -5,6 +5,7 @@
 * :mod:`widgets.phase_bar`: ``PhaseBar`` (the seven phases in one line), ``progress_label``.
 * :mod:`widgets.gpu_strip`: ``GpuStrip`` (memory bar and utilisation per GPU, two lines).
 * :mod:`widgets.host_card`: ``HostCard`` (one host, as tall as what it says), ``HostCard.Selected``.
+  :mod:`widgets.card_lines`: what its text lines say (pure).
 * :mod:`widgets.overview`: ``CardGrid`` (the cards, filling the screen: two columns from 120 cells).
 * :mod:`widgets.host_table`: ``HostTable`` (the compact overview: one row per host, sorted, filtered,
   only the rows in view drawn); :mod:`widgets.host_rows`: what a row says (pure).

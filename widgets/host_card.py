@@ -24,6 +24,10 @@ different one repaints only the lines whose words changed. ``now`` is a reactive
 from one shared 1 Hz timer; the ticking durations are computed from it and never stored in the
 state. A card its grid marks off screen (:meth:`HostCard.set_on_screen`) keeps both and does
 nothing with them until it is on screen again.
+
+What the text lines say is made by :mod:`widgets.card_lines` (pure functions of the state, the
+clock and the card's colours); this module is the widget: its lines, when each is redrawn, its
+classes and its input.
 """
 
 from __future__ import annotations
@@ -41,15 +45,12 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from probes.fold.eta import about, eta_for
-from probes.fold.download import download_words
 from probes.data.state import HostState
-from probes.fold.headline import headline
 from probes.fold.verdict import reconnect_words
-from widgets.fmt import PHASE_LABELS, RUNG_LOOK, RUNG_WORDS, STATE_LOOK, STATE_WORDS, duration
+from widgets import card_lines
 from widgets.gpu_strip import GpuStrip
-from widgets.phase_bar import PhaseBar, progress_label
-from widgets.text import host_text, plain
+from widgets.phase_bar import PhaseBar
+from widgets.text import plain
 
 __all__ = ["HostCard", "STATE_CLASSES"]
 
@@ -59,7 +60,6 @@ STATE_CLASSES = {"waiting": "-waiting", "loading": "-loading", "ready": "-ready"
 _LEVEL_CLASSES = ("-ok", "-info", "-warning", "-error")
 #: The card's classes that its state sets and clears.
 _STATE_DECIDES = {*STATE_CLASSES.values(), "-warning", "-stale"}
-_BOLD = Style(bold=True)
 
 
 class _Line(Widget):
@@ -110,16 +110,6 @@ class _Line(Widget):
 #: Children a composed card has (header, phases, times, GPUs, log, verdict); fewer while it is
 #: being composed or torn down, when the card must not touch them.
 _LINES = 6
-
-
-def _header_key(s: HostState) -> tuple[object, ...]:
-    return (s.state, s.unit, s.engine, s.readiness, s.restart_counter, s.restart_loop, s.stale_since,
-            s.verdict.kind if s.verdict is not None else "")
-
-
-def _times_key(s: HostState) -> tuple[object, ...]:
-    return (s.state, s.phase, s.progress, s.phase_began, s.start_began, s.phases, s.starts, s.failed_at, s.typical,
-            s.download)
 
 
 class HostCard(Widget, can_focus=True):
@@ -297,9 +287,9 @@ class HostCard(Widget, can_focus=True):
         if old is None or (s.gpus, s.failures, s.stale_since) != (old.gpus, old.failures, old.stale_since):
             self.query_one(GpuStrip).update_state(s)
         lines = {ln.id: ln for ln in self.query_children(_Line)}
-        if old is None or _header_key(s) != _header_key(old):
+        if old is None or card_lines.header_key(s) != card_lines.header_key(old):
             lines["hc-header"].redraw()
-        if old is None or _times_key(s) != _times_key(old):
+        if old is None or card_lines.times_key(s) != card_lines.times_key(old):
             lines["hc-times"].redraw()
         if old is None or (s.last_line, s.error, s.state) != (old.last_line, old.error, old.state):
             lines["hc-log"].redraw()
@@ -328,116 +318,20 @@ class HostCard(Widget, can_focus=True):
         return self.get_component_rich_style(f"host-card--{name}", partial=True)
 
     def header_text(self, s: HostState, now: float = 0.0) -> Text:
-        """Line 1: [STALE age] state, unit · engine · readiness · restarts (no STALE for a host
-        never reached: there is no old state, and its first word is UNREACHABLE); wraps on a
-        narrow card."""
-        sep = Text(" · ", style=self._style("muted"), end="")
-        t = Text(end="")
-        if s.stale_since is not None and s.updated is not None:
-            # The border's subtitle says "STALE since HH:MM:SS"; here, how long, in few cells.
-            t.append(f"STALE {duration(now - s.stale_since)}" if now else "STALE", self._style("stale"))
-            t.append(" ")
-        word = headline(s)
-        t.append(STATE_WORDS.get(word, word.upper()),
-                 self._style(STATE_LOOK[word]) + _BOLD if word in STATE_LOOK else _BOLD)
-        t.append("  ")
-        t.append_text(host_text(s.unit, max_chars=60))
-        t.append_text(sep)
-        t.append_text(host_text(s.engine, max_chars=20, style=self._style("muted")))
-        t.append_text(sep)
-        rung = s.readiness if s.readiness in RUNG_WORDS else "unknown"
-        look, bold = RUNG_LOOK[rung]
-        t.append(RUNG_WORDS[rung], self._style(look) + _BOLD if bold else self._style(look))
-        if s.restart_counter is not None:
-            t.append_text(sep)
-            t.append(f"restarts {s.restart_counter}",
-                     self._style("error") if s.restart_loop else self._style("muted"))
-        elif s.restart_loop:
-            t.append_text(sep)
-            t.append("restart loop", self._style("error"))
-        return t
+        """Line 1 in this card's colours (:func:`widgets.card_lines.header_text`)."""
+        return card_lines.header_text(s, now, self._style)
 
     def times_text(self, s: HostState, now: float = 0.0) -> Text:
-        """Line 3: progress (a download's bytes, rate and ETA while there is one) and how long
-        things took, from ``now`` (wraps on a narrow card rather than cut its end)."""
-        t = Text(end="")
-        parts: list[str] = []
-        label = PHASE_LABELS.get(s.phase, plain(s.phase, max_chars=20))
-        if s.state == "loading":
-            if s.download is not None:  # measured in the hub cache: bytes, rate, ETA
-                parts.append(download_words(s))
-            elif s.progress is not None and s.progress.phase == s.phase:
-                parts.append(f"{progress_label(s.progress)} ({s.progress.fraction:.0%})")
-            e = eta_for(s, now) if now else None
-            if now and s.phase_began is not None:
-                usual = f" of ~{duration(e.phase_typical_s)}" if e is not None and e.phase_typical_s is not None else ""
-                parts.append(f"in {label} {duration(now - s.phase_began)}{usual}")
-            else:
-                parts.append(f"in {label}")
-            if e is not None and e.slower:
-                parts.append("slower than usual")
-            elif e is not None and e.remaining_s is not None:
-                parts.append(f"ready in {about(e.remaining_s)}")
-            if now and s.start_began is not None:
-                parts.append(f"since start {duration(now - s.start_began)}")
-        elif s.state == "ready":
-            ready_at = next((p.began for p in s.phases if p.phase == "ready"), s.phase_began)
-            if ready_at is not None and s.start_began is not None:
-                parts.append(f"ready in {duration(ready_at - s.start_began)}")
-            else:
-                parts.append("ready")
-            if now and ready_at is not None:
-                parts.append(f"up {duration(now - ready_at)}")
-        elif s.state == "failed":
-            end = s.failed_at if s.failed_at is not None else (
-                s.last_log_at if s.last_log_at is not None else s.updated)
-            if end is not None and s.start_began is not None:
-                parts.append(f"failed in {label} after {duration(end - s.start_began)}")
-            else:
-                parts.append(f"failed in {label}")
-            if now and end is not None:
-                parts.append(f"{duration(now - end)} ago")
-            if s.starts > 1:
-                parts.append(f"start {s.starts}")
-        elif s.state == "stopped":
-            parts.append(f"stopped in {label}")
-            if now and s.last_log_at is not None:
-                parts.append(f"{duration(now - s.last_log_at)} ago")
-        else:
-            parts.append("no log line yet")
-        t.append(" · ".join(parts))
-        return t
+        """Line 3 (:func:`widgets.card_lines.times_text`)."""
+        return card_lines.times_text(s, now)
 
     def log_text(self, s: HostState) -> Text:
-        """Line 6: the decisive error line of a failed start, else the last meaningful line."""
-        if s.state == "failed" and s.error is not None:
-            t = Text("✗ ", style=self._style("error"), end="")
-            t.append_text(host_text(s.error.text, max_chars=400, style=self._style("error")))
-        elif s.last_line:
-            t = Text("› ", end="")
-            t.append_text(host_text(s.last_line, max_chars=400))
-        elif s.state in ("loading", "ready", "failed", "stopped"):
-            t = Text("› no log line yet", end="")
-        else:
-            t = Text("", end="")  # line 3 already says "no log line yet"
-        t.no_wrap = True
-        t.overflow = "ellipsis"
-        return t
+        """Line 6 in this card's colours (:func:`widgets.card_lines.log_text`)."""
+        return card_lines.log_text(s, self._style)
 
     def verdict_text(self, s: HostState) -> Text:
-        """Lines 7 on: the verdict sentence, and a failed start's hint when the verdict does not
-        already hold it, whole (the card wraps it to as many rows as it needs)."""
-        t = Text(end="")
-        if s.verdict is not None:
-            t.append_text(host_text(s.verdict.sentence, max_chars=600))
-        if s.state == "failed" and s.hint:
-            hint = plain(s.hint, max_chars=600)
-            if s.verdict is None or hint not in s.verdict.sentence:
-                if t.plain:
-                    t.append(" ")
-                t.append(f"Hint: {hint}", self._style("muted"))
-        t.no_wrap = False
-        return t
+        """Lines 7 on in this card's colours (:func:`widgets.card_lines.verdict_text`)."""
+        return card_lines.verdict_text(s, self._style)
 
     # --- input ---------------------------------------------------------------------------------
 
