@@ -105,8 +105,9 @@ def test_what_is_read_from_a_character_device_is_bounded() -> None:
     pass the binary test here) ends with a refusal after MAX_DEVICE_READ bytes (1 MiB here)."""
     code = textwrap.dedent("""
         import probes.sources.logfile as lf
-        lf._is_binary = lambda sample: False
-        lf.MAX_DEVICE_READ = 1024 * 1024
+        import probes.sources.logfile_input as checks
+        checks._is_binary = lambda sample: False
+        checks.MAX_DEVICE_READ = 1024 * 1024
         try:
             lf.read_path("/dev/urandom")
         except lf.LogReadError as exc:

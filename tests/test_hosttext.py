@@ -218,12 +218,13 @@ def test_any_text_comes_out_safe_one_line_and_stable(s: str) -> None:
 #: String constants with control or format characters that are not a sanitiser of their own.
 ALLOWED_CONTROL_LITERALS = {
     ("tui/wait.py", "\r\x1b[2K"),                  # upwatch's own escape: return and clear the line
-    ("probes/sources/logfile.py", "\t\n\r\x1b\x0c\x08\x07"),  # the binary-file test: characters a log may hold
+    ("probes/sources/logfile_input.py", "\t\n\r\x1b\x0c\x08\x07"),  # the binary-file test: characters a log may hold
     ("probes/logs/engines/patterns.py", "\x00"),        # a placeholder inside a pattern's literal text
     ("probes/logs/engines/patterns.py", "\x00)"),
     ("probes/sources/logfile.py", b"\x00"),                # NUL padding of a character device
+    ("probes/sources/logfile_input.py", b"\x00"),          # NUL padding of a character device
     ("probes/transport/replay/scenario.py", "\t\n"),
-    ("probes/sources/logfile.py", b"\x1f\x8b"),            # gzip's magic number
+    ("probes/sources/logfile_input.py", b"\x1f\x8b"),      # gzip's magic number
     *(("probes/sources/download.py", c) for c in "\a\b\f\v"),  # C escapes systemd writes (a format, decoded)
     ("widgets/text.py", "\x1b"),                    # "did an SGR sequence survive?" (to decode colours)
 }
