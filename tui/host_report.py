@@ -21,7 +21,7 @@ from typing import IO
 
 from probes.data.reading import Reading
 from probes.data.state import HostState, Knowledge, LogEntry, PhaseSpan
-from probes.fold.model import iso_to_epoch
+from probes.fold.snapshot import iso_to_epoch
 from probes.fold.verdict import verdict_for
 from probes.hosttext import one_line
 from probes.logs.journal_json import RecordError, is_journal_json, parse_record

@@ -2,7 +2,7 @@
 
 No I/O and no clock of its own: every event carries its source time, and :meth:`HostModel.state`
 takes ``now`` for the verdict. The watcher (``probes/watch/watcher.py``) feeds it; views render what it
-returns.
+returns. The snapshot is built from what the model keeps by :mod:`probes.fold.snapshot`.
 """
 
 from __future__ import annotations
@@ -10,18 +10,19 @@ from __future__ import annotations
 import dataclasses
 from collections import deque
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timezone
 
 from probes.data.download import DownloadSample
-from probes.fold.download import progress_from, wanted
 from probes.fold.gpu_fold import GpuFold
+from probes.fold.snapshot import BINDS_AFTER_LOADING, build, log_phases
 from probes.logs.journal_json import Record
 from probes.data.reading import Reading
 from probes.logs.reader import StartupReader
 from probes.data.events import (CONNECTION_KINDS, NO_CONTACT_KINDS, GpuApps, GpuOrphans, GpuReading, Health,
                                 ProbeFailure, ProbeOk, UnitState)
-from probes.data.state import KNOWN_PROBES, HostState, Knowledge, LogEntry, PhaseSpan, Typical, Verdict
+from probes.data.state import HostState, LogEntry, PhaseSpan, Typical, Verdict
 from probes.fold.verdict import verdict_for
+
+__all__ = ["HostModel", "LOG_KEEP", "ENTRY_CHARS", "ENTRY_TAIL", "LOG_CHARS", "DOWNLOAD_KEEP", "BINDS_AFTER_LOADING"]
 
 #: How many log entries a host keeps for the log pane (oldest dropped first).
 LOG_KEEP = 5000
@@ -33,27 +34,6 @@ ENTRY_TAIL = 256
 LOG_CHARS = 32 * 1024 * 1024
 #: Looks at the download folder kept (an hour at one every 5 s).
 DOWNLOAD_KEEP = 720
-
-#: Engines that bind their HTTP port only after loading (weights, KV cache, CUDA graphs): a health
-#: answer while their log is still before warm-up comes from something else (SGLang's
-#: ``srt/entrypoints/http_server.py`` and vLLM's ``vllm/entrypoints/openai/api_server.py`` listen
-#: only once the engine is built).
-BINDS_AFTER_LOADING = frozenset({"sglang", "vllm"})
-_BOUND_PHASES = frozenset({"warmup", "ready"})
-
-
-
-def iso_to_epoch(text: str | None) -> float | None:
-    """``2025-03-08T12:29:04Z`` / ``...+02:00`` / naive (read as UTC) → epoch seconds, or None."""
-    if not text or text.startswith("--"):
-        return None
-    try:
-        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt.timestamp()
 
 
 class HostModel:
@@ -276,7 +256,7 @@ class HostModel:
 
     def log_reading(self) -> Reading:
         """What the log says so far (:meth:`StartupReader.reading`; made once per line read)."""
-        return self._log_phases(False)[0]
+        return log_phases(self, False)[0]
 
     def log_engine(self) -> str | None:
         """The engine the log names, or the one configured; None while unknown."""
@@ -289,14 +269,6 @@ class HostModel:
     def failing(self, probe: str) -> bool:
         """Whether ``probe`` (``journal``, ``unit``, ``gpu``, ``health``) is failing now (cheap)."""
         return probe in self._failures
-
-    def _time_of(self, seq: int) -> float | None:
-        """The time of log entry ``seq``, when it is still kept."""
-        log = self.log
-        if not log:
-            return None
-        i = seq - log[0].seq
-        return log[i].time if 0 <= i < len(log) else None
 
     def entries_after(self, seq: int) -> list[LogEntry]:
         """Log entries with ``seq`` greater than the one given, oldest first (those still kept)."""
@@ -324,152 +296,5 @@ class HostModel:
         as the start history, which looked every second per host and judged a verdict each time."""
         cached = self._cached
         if cached is None or cached[0] != self.version:
-            cached = self._cached = (self.version, self._build())
+            cached = self._cached = (self.version, build(self))
         return cached[1]
-
-    def _build(self) -> HostState:
-        unit = self._unit
-        # systemd says the process is gone: a suspect nothing recovered was the end of the start.
-        gone = unit is not None and not unit.running and unit.load_state != "not-found"
-        r, spans = self._log_phases(gone)
-        start_began = spans[0].began if spans else None
-        # The start began with its first line (a systemd "Started" line comes before the server's
-        # own lines, and the reader's first phase mark can be later than it).
-        first = iso_to_epoch(r.began)
-        began0 = spans[0].began if spans else None
-        if first is not None and began0 is not None and first < began0:
-            if spans[0].phase != "starting":
-                spans.insert(0, PhaseSpan("starting", first, began0 - first, ""))
-            else:
-                # The reader names "starting" after the server's own first line, which can come
-                # seconds after systemd's "Started": the phase began with the start, and does not
-                # move (an "in Starting 15s" that fell back to 0s when the server's line came).
-                s0 = spans[0]
-                dur = s0.duration_s + (began0 - first) if s0.duration_s is not None else None
-                spans[0] = PhaseSpan("starting", first, dur, s0.text)
-            start_began = first
-        if unit is not None and unit.started_at is not None and unit.running:
-            if start_began is None or unit.started_at > start_began:
-                start_began = unit.started_at
-        phase_began = None
-        for s in spans:
-            if s.phase == r.phase:
-                phase_began = s.began
-        counter = unit.n_restarts if unit is not None and unit.n_restarts is not None else r.restart_counter
-        stale = None
-        conn = [f.time for f in self._failures.values() if f.kind in CONNECTION_KINDS]
-        attempt = 0
-        if conn:
-            stale = min(conn)
-            attempt = max(f.attempt for f in self._failures.values() if f.kind in CONNECTION_KINDS)
-        state = "waiting" if self.seq == 0 and r.starts == 0 else r.state
-        if unit is not None and state != "failed" and not unit.running and unit.sub_state != "auto-restart":
-            # systemd's word beats a log that says ready or loading: the process is gone.
-            if unit.active_state == "failed":
-                state = "failed"
-            elif unit.active_state == "inactive" and (state != "waiting" or unit.load_state == "not-found"):
-                state = "stopped"
-        health_stale = False
-        proc = self._health_ok_proc
-        if isinstance(proc, tuple) and unit is not None and unit.running:
-            pid, inv = proc
-            changed = (pid is not None and unit.main_pid is not None and pid != unit.main_pid) or (
-                inv is not None and unit.invocation_id is not None and inv != unit.invocation_id)
-            if changed:
-                ready_at = next((sp.began for sp in spans if sp.phase == "ready"), None)
-                # The start that is ready must be this process's: it began with the unit's start
-                # (the old start's ready line may be less than a second before a quick restart,
-                # while the journal has not yet delivered the new start's first line).
-                began = iso_to_epoch(r.began)
-                new_ready = (r.state == "ready" and ready_at is not None and unit.started_at is not None
-                             and ready_at >= unit.started_at - 1.0
-                             and (began is None or began >= unit.started_at - 1.0))
-                if new_ready:
-                    self._health_ok_proc = (unit.main_pid, unit.invocation_id)  # the new one is up
-                else:
-                    health_stale = True
-        readiness = _readiness(unit, self._health)
-        download = None
-        if self._download and wanted(state, r.phase, r.progress.phase if r.progress is not None else None, r.model):
-            # Only this start's looks (a restart begins a new download, or none).
-            download = progress_from([d for d in self._download if start_began is None or d.time >= start_began])
-        health = self._health
-        early = (readiness in ("healthy", "serving") and r.engine in BINDS_AFTER_LOADING and r.state == "loading"
-                 and r.phase not in _BOUND_PHASES and health is not None
-                 and (start_began is None or health.time >= start_began))
-        if early and health is not None:  # early holds only with an answer; mypy cannot see that through a bool
-            if self._health_early_since is None:
-                self._health_early_since = health.time
-        else:
-            self._health_early_since = None
-        if (health_stale or early) and readiness in ("healthy", "serving"):
-            readiness = "port_closed"  # the answer came from an earlier process
-        failed_starts, restart_loop = r.failed_starts, r.restart_loop
-        cut = self._manual_start_at
-        if cut is not None and failed_starts:
-            kept = tuple(f for f in failed_starts
-                         if (b := iso_to_epoch(f.began)) is None or b >= cut - 1.0)
-            if len(kept) != len(failed_starts):
-                failed_starts, restart_loop = kept, len(kept) >= 2
-        return HostState(
-            host=self.host, unit=self.unit, engine=r.engine, state=state, phase=r.phase,
-            phases=tuple(spans), progress=r.progress, start_began=start_began, phase_began=phase_began,
-            readiness=readiness, health=self._health, unit_state=unit,
-            restart_counter=counter, restart_loop=restart_loop, starts=r.starts, error=r.error,
-            failed_at=self._time_of(r.error.line) if r.error is not None else None, suspect=r.suspect,
-            cause=r.cause, hint=r.hint, gpus=self._gpu.last, gpu_apps=self._gpu_apps,
-            gpu_history=self._gpu.history(), last_line=r.last_line,
-            last_log_at=self._last_log_at, log_count=self.seq,
-            failures=tuple(self._failures[k] for k in sorted(self._failures)), stale_since=stale,
-            reconnect_attempt=attempt, failed_starts=failed_starts, gave_up=r.gave_up, restarts_seen=self._restarts_seen,
-            model=r.model, args_hash=r.args_hash, port=r.port, download=download,
-            gpu_changed_at=self._gpu.changed_at, health_stale=health_stale,
-            health_early_since=self._health_early_since,
-            gpu_orphans=self._gpu_orphans.orphans if self._gpu_orphans is not None else None,
-            typical=self._typical_for(r),
-            updated=self._newest, knowledge=self._knowledge(),
-        )
-
-    def _log_phases(self, ended: bool) -> tuple[Reading, list[PhaseSpan]]:
-        """The reader's reading (``ended`` as :meth:`StartupReader.reading`) and its phase marks as
-        spans (a fresh list), made once per line read: the reader changes only when the model
-        feeds it a record (``seq`` moves), and most snapshots follow a GPU, unit or health look."""
-        memo = self._reading
-        if memo is not None and memo[0] == self.seq and memo[1] is ended:
-            return memo[2], list(memo[3])
-        r = self.reader.reading(ended=ended)
-        marks = r.phases
-        last = len(marks) - 1
-        spans = tuple(PhaseSpan(m.phase, iso_to_epoch(m.time), m.duration_s if i < last else None, m.text)
-                      for i, m in enumerate(marks))
-        self._reading = (self.seq, ended, r, spans)
-        return r, list(spans)
-
-    def _knowledge(self) -> tuple[Knowledge, ...]:
-        """Per probe of :data:`~probes.data.state.KNOWN_PROBES`: failing (since, why), read (when), or never."""
-        out = []
-        for p in KNOWN_PROBES:
-            f = self._failures.get(p)
-            if f is not None:
-                out.append(Knowledge(p, "failing", f.time, f.message, f.reason))
-            elif p in self._read:
-                out.append(Knowledge(p, "read", self._read[p]))
-            else:
-                out.append(Knowledge(p, "never"))
-        return tuple(out)
-
-    def _typical_for(self, r: Reading) -> Typical | None:
-        """The typical durations given, while they are of this start's model and arguments."""
-        t = self._typical
-        if t is None or (t.model, t.args_hash) != (r.model, r.args_hash):
-            return None
-        return t
-
-
-def _readiness(unit: UnitState | None, health: Health | None) -> str:
-    """The readiness rung from the unit's state and the last health probe (docs/architecture.md's ladder)."""
-    if unit is not None and not unit.running:
-        return "inactive"
-    if health is not None:
-        return health.rung
-    return "unknown"
