@@ -251,6 +251,27 @@ def test_a_serving_vllm_log_is_mostly_quiet_and_reads_the_same() -> None:
         assert q.reading(ended=True).state == "failed", tail
 
 
+def test_settling_year_less_quiet_lines_parses_only_the_last(monkeypatch: pytest.MonkeyPatch) -> None:
+    # vLLM's prefixes have a clock but no year ("INFO 03-08 03:19:06"): the settle looked for the
+    # last full date by parsing every quiet line back to the first (and found none).
+    from probes.logs import settle
+
+    reader = StartupReader()
+    for text in VLLM_START:
+        reader.feed(text)
+    quiet = [f"(APIServer pid=1) WARNING 03-08 03:19:{k:02d} [connection.py:164] Generation already in progress, "
+             "ignoring commit" for k in range(40)]
+    for text in quiet:
+        reader.feed(text)
+    assert len(reader._quiet.lines) >= 30  # (the first few after the start's lines are read the long way)
+    calls = []
+    real = settle.parse
+    monkeypatch.setattr(settle, "parse", lambda *a, **k: calls.append(a) or real(*a, **k))
+    reader.reading()
+    assert len(calls) <= 2, calls   # the last line (shown, and the last time); no year to find
+    assert reader.reading().last_line == quiet[-1]
+
+
 def test_the_quiet_path_skips_parse(monkeypatch: pytest.MonkeyPatch) -> None:
     reader = StartupReader()
     for text in SGLANG_START:
