@@ -270,10 +270,58 @@ def test_a_server_that_shut_down_after_serving_is_stopped() -> None:
     ("terminate called after throwing an instance of 'c10::Error'", "core_dump"),
     ("Fatal Python error: Aborted", "core_dump"),
     ("  what():  CUDA error: an illegal memory access was encountered", "core_dump"),
+    # Every crash signal as shells print it (strsignal's text): bash interactive, bash in a script
+    # (no space, or padding, before "(core dumped)"), zsh in lower case, a job line, musl's wording.
+    ("Floating point exception (core dumped)", "core_dump"),
+    ("Floating point exception", "core_dump"),
+    ('eval.sh: line 8: 158893 Floating point exception(core dumped) CUDA_VISIBLE_DEVICES = 0 python pipeline/gen.py',
+     "core_dump"),
+    ("zsh: floating point exception (core dumped)  python3 -m vllm.entrypoints.openai.api_server", "core_dump"),
+    ("[1]    31674 floating point exception (core dumped)  ./a.out", "core_dump"),
+    ("Arithmetic exception (core dumped)", "core_dump"),
+    ("/opt/run.sh: line 3:  4242 Segmentation fault      (core dumped) vllm serve m", "core_dump"),
+    ("zsh: segmentation fault  python3 -m sglang.launch_server", "core_dump"),
+    ("Trace/breakpoint trap (core dumped)", "core_dump"),
+    # ... and as the process itself says it: faulthandler, absl's failure handler (Ray), Go's runtime.
+    ("(WorkerDict pid=129668) Fatal Python error: Floating point exception", "core_dump"),
+    ("Fatal Python error: Illegal instruction", "core_dump"),
+    ("*** SIGFPE received at time=1762841745 on cpu 48 ***", "core_dump"),
+    ("SIGFPE: floating-point exception", "core_dump"),
+    ("SIGBUS: bus error", "core_dump"),
 ])
 def test_a_process_that_dies_in_native_code_or_by_signal_is_failed(line, cause) -> None:
     r = _read(VLLM_READY[:2] + [line])
     assert (r.state, r.cause, r.error.line) == ("failed", cause, 3)
+
+
+@pytest.mark.parametrize("line", [
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.95 GiB.",
+    "RuntimeError: CUDA error: out of memory",
+    "torch.AcceleratorError: CUDA error: out of memory",
+    "RuntimeError: CUDA driver error: out of memory",  # PyTorch's C10_CUDA_DRIVER_CHECK
+    "RuntimeError: Triton Error [CUDA]: out of memory",  # Triton's launcher
+    "RuntimeError: Triton Error [HIP]:  Code: 2, Messsage: out of memory",
+    'DriverError(CUDA_ERROR_OUT_OF_MEMORY, "out of memory")',  # the driver API's enum name
+])
+def test_cuda_out_of_memory_in_every_wording(line) -> None:
+    r = _read(VLLM_READY[:2] + [line])
+    assert (r.state, r.cause, r.error.line) == ("failed", "cuda_oom", 3)
+
+
+@pytest.mark.parametrize("line", [
+    "OSError: [Errno 28] No space left on device",  # Python
+    "OSError: [Errno 28] No space left on device: '/root/.cache/huggingface/hub/models--Qwen--Qwen2.5-7B'",
+    "Error: I/O error No space left on device (os error 28)",  # Rust (TGI's launcher, hf-hub)
+    'safetensors_rust.SafetensorError: Error while serializing: IoError(Os { code: 28, kind: StorageFull, '
+    'message: "No space left on device" })',
+    'level=ERROR source=common.go:214 msg="failed to extract files" error="copy payload linux/amd64/cuda_v12/'
+    'libggml.so: write /tmp/ollama3893034885/runners/cuda_v12/libggml.so: no space left on device"',  # Go
+    "OSError: [Errno 122] Disk quota exceeded: '/workspace/.cache/huggingface/hub'",
+])
+def test_a_full_disk_is_its_own_cause_with_the_places_to_look(line) -> None:
+    r = _read(VLLM_READY[:2] + [line])
+    assert (r.state, r.cause, r.error.line) == ("failed", "disk_full", 3)
+    assert "HF_HOME" in r.hint and "/tmp" in r.hint and "/dev/shm" in r.hint
 
 
 def test_the_cpp_exception_text_beats_terminate_called() -> None:
@@ -367,3 +415,12 @@ def test_a_rule_is_compiled_when_a_line_first_tries_it() -> None:
     assert matcher.match(line)
     tried = [r for r in rules if "rx" in vars(r)]
     assert tried and len(tried) < len(rules) // 4
+
+
+def test_vllm_is_known_by_its_cuda_graph_wording_where_its_prefix_is_not_read() -> None:
+    # A pasted V0 log with its dates spaced out ("01 - 23", hkust-nlp/dart-math#7): no prefix to know
+    # vLLM by, but "Capturing the model for CUDA graphs" is vLLM's own wording (weak: a stronger
+    # sign of another engine wins).
+    r = _read(["INFO 01 - 23 22:03:50 model_runner.py:980] Capturing the model for CUDA graphs. This may "
+               "lead to unexpected consequences if the model is not static."])
+    assert (r.engine, r.phase) == ("vllm", "graph_capture")

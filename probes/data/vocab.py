@@ -21,7 +21,7 @@ CAUSE_STRENGTH: dict[str, int] = {
     "cuda_oom": 4, "host_oom_killed": 4, "nccl": 4, "port_in_use": 4, "missing_python_h": 4,
     "shared_library": 4, "model_not_found": 4, "hub_download": 4, "tokenizer": 4,
     "unsupported_model": 4, "insufficient_free_memory": 4, "gpu_arch": 4, "bad_config": 4,
-    "dist_timeout": 4,
+    "dist_timeout": 4, "disk_full": 4,
     "unknown": 3, "engine_died": 2,
     "exit_code": 1, "signal": 1, "core_dump": 1, "start_limit": 1,
 }
@@ -59,6 +59,10 @@ DEFAULT_HINTS: dict[str, str] = {
     "dist_timeout": "The ranks could not meet (rendezvous, TCPStore or Gloo handshake failed or timed "
                     "out): check that every node and rank started, the master address and port are "
                     "reachable from each, and the network interface (GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME).",
+    "disk_full": "A filesystem is full (or over quota): find which with `df -h` (and `df -i`) on the "
+                 "model cache (HF_HOME, --download-dir, OLLAMA_MODELS), /tmp (TMPDIR, OLLAMA_TMPDIR), "
+                 "the JIT and compile caches (~/.cache/vllm, ~/.triton, ~/.cache/flashinfer) and /dev/shm "
+                 "(docker --shm-size); free space there or point that path at a larger disk.",
     "exit_code": "The process exited with an error status; the lines before the exit hold the cause.",
     "signal": "The process was killed by a signal (SGLang kills itself with SIGKILL after a startup "
               "error, so read the lines before it).",

@@ -44,7 +44,7 @@ CAUSE_WORDS = {
     "signal": "killed by a signal", "core_dump": "native crash (core dump)",
     "start_limit": "start limit hit", "engine_died": "engine process died", "unknown": "an error",
     "gpu_arch": "no kernels for this GPU architecture", "bad_config": "invalid arguments or configuration",
-    "dist_timeout": "ranks could not meet (rendezvous/handshake)",
+    "dist_timeout": "ranks could not meet (rendezvous/handshake)", "disk_full": "disk full",
 }
 
 #: Seconds without a new log line (and without a GPU memory change or growth of the download,

@@ -34,6 +34,31 @@ def _frame_rule(functions: tuple[str, ...], files: tuple[str, ...], phase: str, 
     return Rule(pattern, keys=functions, files=files, phase=phase, frame=True, example=example)
 
 
+#: What a shell prints before a signal's text when a child dies of it: bash in a script
+#: (``run.sh: line 8: 158893 ``), zsh (``zsh: ``, the text in lower case), a job line (``[1]  31674 ``).
+_SHELL_REPORT = r"(?:\S+: line \d+: +\d+ +|zsh: +|\[\d+\] +\d+ +)"
+
+
+def _crash_signal(text: str, sig: str, key: str, *, example: str, also: str = "",
+                  hint: str | None = None) -> Rule:
+    """A native crash by signal ``SIG<sig>`` (core_dump, strength 3, terminal), each way it is
+    reported: the shell's line with the signal's text (glibc's strsignal; ``also``: musl's), with
+    ``(core dumped)`` after any padding or none (bash pads the text to a column), or alone at the
+    start of its line, in lower case after a zsh or job prefix; Python's faulthandler (``Fatal Python
+    error: TEXT``); the signal's name, as absl's failure handler (``*** SIGFPE received at``) and
+    Go's runtime (``SIGFPE: floating-point exception``) print it. ``key``: the word of ``text`` (and
+    of ``also``) the matcher selects the rule by."""
+    branches = []
+    for words in filter(None, (text, also)):
+        lower = words[0].lower() + words[1:]
+        branches += [rf"{words} *\(core dumped\)", rf"^{_SHELL_REPORT}?{words}(?:\s|$)",
+                     rf"^{_SHELL_REPORT}{lower}(?:\s|$)", rf"Fatal Python error: {words}"]
+    branches.append(rf"\bSIG{sig}\b")
+    keys = (key, *([also.split()[0].lower()] if also else []), f"sig{sig.lower()}")
+    return Rule("|".join(branches), keys=keys, cause="core_dump", strength=3, terminal=True, hint=hint,
+                example=example)
+
+
 #: Rules that hold for every engine. Failure rules come first, most specific first.
 RULES: tuple[Rule, ...] = (
     # --- failures with a named root cause (strength 4) -----------------------------------------
@@ -46,15 +71,19 @@ RULES: tuple[Rule, ...] = (
     # less memory: an OOM, but not (yet) the one that ends the build.
     Rule(r"Error Code 1: Cuda Runtime \(out of memory\)", keys=("code",), cause="cuda_oom", strength=3,
          example="[TRT] [E] [resizingAllocator.cpp::allocate::78] Error Code 1: Cuda Runtime (out of memory)"),
+    # PyTorch's allocator ("CUDA out of memory"), the runtime and driver APIs as PyTorch words them
+    # ("CUDA error: ...", "CUDA driver error: ...") or by their enum names, Triton's launcher
+    # ("Triton Error [CUDA]: out of memory", "[HIP]:  Code: 2, Messsage: out of memory"), ROCm, Vulkan.
     Rule(r"CUDA out of memory|OutOfMemoryError|cudaMalloc failed: out of memory|"
-         r"CUDA error: out of memory|cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED|"
+         r"CUDA (?:driver )?error: out of memory|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|"
+         r"CUBLAS_STATUS_ALLOC_FAILED|Triton Error \[(?:CUDA|HIP)\]:.{0,40}?out of memory|"
          r"HIP out of memory|hipErrorOutOfMemory|"
          r"ErrorOutOfDeviceMemory|OutOfDeviceMemoryError|VK_ERROR_OUT_OF_DEVICE_MEMORY|"
          r"Cuda Runtime \(out of memory\)|Error Code 2: OutOfMemory|CUDA runtime error .{0,200}?out of memory|"
          r"Requested amount of GPU memory \(\d+ bytes\) could not be allocated|"
          r": out of memory \([^)\s]{1,300}\.(?:h|hpp|cpp|cu|cc):\d+\)",
-         keys=("cuda", "outofmemoryerror", "cudamalloc", "cudaerrormemoryallocation",
-               "cublas_status_alloc_failed", "hip", "hiperroroutofmemory", "erroroutofdevicememory",
+         keys=("cuda", "outofmemoryerror", "cudamalloc", "cudaerrormemoryallocation", "cuda_error_out_of_memory",
+               "cublas_status_alloc_failed", "triton", "hip", "hiperroroutofmemory", "erroroutofdevicememory",
                "outofdevicememoryerror", "vk_error_out_of_device_memory", "code", "requested", "memory"),
          cause="cuda_oom",
          example="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.95 GiB."),
@@ -127,6 +156,12 @@ RULES: tuple[Rule, ...] = (
          r"libcuda\.so\S* (?:not found|cannot)|Could not load library lib\w+|ld: cannot find -l\w+",
          keys=("cannot", "shared", "undefined", "libcuda", "could"), cause="shared_library",
          example="ImportError: libcudart.so.12: cannot open shared object file: No such file or directory"),
+    # A full filesystem (or quota) as Python ("[Errno 28] No space left on device"), Rust ("No space
+    # left on device (os error 28)", safetensors' "kind: StorageFull") and Go ("...: no space left on
+    # device") word ENOSPC, and EDQUOT: weights, a runner's or JIT's files, /dev/shm.
+    Rule(r"[Nn]o space left on device|kind: StorageFull|Disk quota exceeded",
+         keys=("space", "storagefull", "quota"), cause="disk_full",
+         example="OSError: [Errno 28] No space left on device"),
     Rule(r"HTTPSConnectionPool\(host='huggingface\.co'|couldn't connect to 'https://huggingface\.co|"
          r"LocalEntryNotFoundError|OfflineModeIsEnabled|cannot find the requested files in the "
          r"(?:disk|local) cache|HfHubHTTPError|hf_hub_download.{0,300}?(?:Error|timed out)",
@@ -165,22 +200,25 @@ RULES: tuple[Rule, ...] = (
     # unless a rule above names a more specific cause in that message.
     Rule(r"^\s*Value error, ", keys=("value",), cause="bad_config",
          example="  Value error, Cannot find the config file for awq_marlin [type=value_error, input_value=ArgsKwargs(("),
-    Rule(r"Fatal Python error: Segmentation fault|Segmentation fault \(core dumped\)|SIGSEGV",
-         keys=("segmentation", "sigsegv"), cause="core_dump", strength=3, terminal=True,
-         example="Fatal Python error: Segmentation fault"),
-    Rule(r"^(?:\S+: line \d+: +\d+ )?Bus error(?: \(core dumped\))?|Fatal Python error: Bus error",
-         keys=("bus",), cause="core_dump", strength=3, terminal=True,
-         hint="Bus error: in a container this is almost always a too small /dev/shm (NCCL and PyTorch "
-              "use it); run with --ipc=host or --shm-size=16g.",
-         example="Bus error (core dumped)"),
-    Rule(r"Illegal instruction(?: \(core dumped\))?", keys=("illegal",), cause="core_dump", strength=3, terminal=True,
-         hint="Illegal instruction: the CPU lacks an instruction this build uses (AVX-512, AVX2); use a "
-              "build or image made for this CPU.",
-         example="Illegal instruction (core dumped)"),
+    _crash_signal("Segmentation fault", "SEGV", "segmentation", example="Fatal Python error: Segmentation fault"),
+    _crash_signal("Bus error", "BUS", "bus", example="Bus error (core dumped)",
+                  hint="Bus error: in a container this is almost always a too small /dev/shm (NCCL and "
+                       "PyTorch use it); run with --ipc=host or --shm-size=16g."),
+    _crash_signal("Illegal instruction", "ILL", "illegal", example="Illegal instruction (core dumped)",
+                  hint="Illegal instruction: the CPU lacks an instruction this build uses (AVX-512, AVX2); "
+                       "use a build or image made for this CPU."),
+    _crash_signal("Floating point exception", "FPE", "floating", also="Arithmetic exception",
+                  example="Floating point exception (core dumped)",
+                  hint="Floating point exception (SIGFPE, mostly an integer division by zero in native "
+                       "code): often a CUDA library (cuBLAS) too old for this GPU, or a kernel given an "
+                       "empty shape; check the nvidia-* wheel versions against the driver and the engine."),
+    _crash_signal("Trace/breakpoint trap", "TRAP", "breakpoint", example="Trace/breakpoint trap (core dumped)",
+                  hint="The process hit a trap in native code (an assertion compiled as a trap, e.g. in a "
+                       "GPU runtime): check driver, CUDA/ROCm and engine versions."),
     Rule(r"^\s*what\(\): ", keys=("what",), cause="core_dump", strength=3,
          hint="The process aborted on this C++ exception: check CUDA, driver and engine versions.",
          example="  what():  CUDA error: an illegal memory access was encountered"),
-    Rule(r"^(?:\S+: line \d+: +\d+ )?Aborted(?: \(core dumped\))?\s|^Aborted(?: \(core dumped\))?$|"
+    Rule(r"^(?:\S+: line \d+: +\d+ +)?Aborted(?: *\(core dumped\))?\s|^Aborted(?: *\(core dumped\))?$|"
          r"Fatal Python error: Aborted|terminate called after throwing an instance of",
          keys=("aborted", "terminate"), cause="core_dump", strength=2, terminal=True,
          hint="The process aborted in native code (a C++ exception or assertion): the lines around it "

@@ -85,7 +85,7 @@ ENGINE = Engine(
         Rule(r"Graph capturing finished", keys=("capturing",), phase="graph_capture", completes=True,
              example="Graph capturing finished in 5 secs."),
         Rule(r"Capturing (?:a |the model for )?(?:CUDA ?graphs?|cudagraphs?)|CUDA graphs can take additional",
-             keys=("capturing", "graphs"), phase="graph_capture", flags=re.IGNORECASE,
+             keys=("capturing", "graphs"), phase="graph_capture", flags=re.IGNORECASE, detect="vllm", weak=True,
              example="Capturing the model for CUDA graphs. This may lead to unexpected consequences."),
         Rule(r"Starting vLLM (?:API )?server|Available routes are|Route: /", keys=("starting", "available",
              "route"), phase="warmup", detect="vllm", example="Starting vLLM API server 0 on http://0.0.0.0:8000"),
