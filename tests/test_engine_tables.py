@@ -424,3 +424,12 @@ def test_vllm_is_known_by_its_cuda_graph_wording_where_its_prefix_is_not_read() 
     r = _read(["INFO 01 - 23 22:03:50 model_runner.py:980] Capturing the model for CUDA graphs. This may "
                "lead to unexpected consequences if the model is not static."])
     assert (r.engine, r.phase) == ("vllm", "graph_capture")
+
+
+@pytest.mark.parametrize("runner", ["llama runner", "llama-server"])
+def test_ollamas_model_runner_dying_is_read_in_the_old_and_the_0_30_wording(runner) -> None:
+    # Ollama 0.30 runs llama.cpp's llama-server as its runner (ollama/ollama#16492).
+    r = _read(['time=2026-06-04T02:00:45.974Z level=INFO source=sched.go:641 msg="Load failed" model=/m '
+               f'error="{runner} process has terminated: signal: floating point exception (core dumped)"'])
+    assert (r.engine, r.state, r.cause, r.error.line) == ("ollama", "failed", "engine_died", 1)
+    assert "floating point exception" in r.hint

@@ -20,8 +20,10 @@ ENGINE = Engine(
                     "num_ctx, or set OLLAMA_GPU_OVERHEAD / fewer num_gpu layers.",
     },
     rules=(
-        Rule(r"llama runner process has terminated: (?P<why>[^\"]+)", keys=("runner",), cause="engine_died",
-             terminal=True,
+        # The model runner's death: "llama runner ..." in older versions, "llama-server ..." in 0.30
+        # (llama.cpp's server as the runner; ollama/ollama#16492).
+        Rule(r"(?:llama runner|llama-server) process has terminated: (?P<why>[^\"]+)",
+             keys=("runner", "terminated"), cause="engine_died", terminal=True,
              hint="Ollama's model runner died ({why}): 'signal: killed' is most often the kernel's OOM "
                   "killer (host RAM: check dmesg), 'core dumped' / 'aborted' a native crash (check the "
                   "driver, ROCm/Vulkan/CUDA versions); the runner lines before it name the cause.",
