@@ -288,10 +288,23 @@ def test_a_server_that_shut_down_after_serving_is_stopped() -> None:
     ("*** SIGFPE received at time=1762841745 on cpu 48 ***", "core_dump"),
     ("SIGFPE: floating-point exception", "core_dump"),
     ("SIGBUS: bus error", "core_dump"),
+    ("*** SIGSEGV (@0x0) received by PID 4242 (TID 0x7f00) from PID 0; stack trace: ***", "core_dump"),
+    ("[signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x4a2b1c]", "core_dump"),
 ])
 def test_a_process_that_dies_in_native_code_or_by_signal_is_failed(line, cause) -> None:
     r = _read(VLLM_READY[:2] + [line])
     assert (r.state, r.cause, r.error.line) == ("failed", cause, 3)
+
+
+@pytest.mark.parametrize("line", [
+    "(EngineCore pid=1) INFO 02-12 19:35:00 [x.py:1] Installing faulthandler for SIGSEGV, SIGFPE, SIGABRT, SIGBUS, SIGILL",
+    "(EngineCore pid=1) INFO 02-12 19:35:00 [x.py:1] Setting SIGTRAP handler",
+    "INFO 02-12 19:35:00 [x.py:1] Floating point exceptions are masked",
+])
+def test_a_line_that_only_names_a_signal_is_no_crash(line) -> None:
+    # A wrong "failed" at 3 a.m. is worse than none: the name of a signal outside a crash report.
+    r = _read(VLLM_READY[:2] + [line])
+    assert r.state != "failed" and r.cause is None, line
 
 
 @pytest.mark.parametrize("line", [

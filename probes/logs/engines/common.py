@@ -45,15 +45,19 @@ def _crash_signal(text: str, sig: str, key: str, *, example: str, also: str = ""
     reported: the shell's line with the signal's text (glibc's strsignal; ``also``: musl's), with
     ``(core dumped)`` after any padding or none (bash pads the text to a column), or alone at the
     start of its line, in lower case after a zsh or job prefix; Python's faulthandler (``Fatal Python
-    error: TEXT``); the signal's name, as absl's failure handler (``*** SIGFPE received at``) and
-    Go's runtime (``SIGFPE: floating-point exception``) print it. ``key``: the word of ``text`` (and
+    error: TEXT``); the signal's name as absl's and glog's failure handlers (``*** SIGFPE received
+    at``, ``*** SIGSEGV (@0x0) received by PID``) and Go's runtime (``SIGFPE: floating-point
+    exception``, ``[signal SIGSEGV: segmentation violation ...]``) begin their reports: the name
+    elsewhere in a line is no crash. ``key``: the word of ``text`` (and
     of ``also``) the matcher selects the rule by."""
     branches = []
     for words in filter(None, (text, also)):
         lower = words[0].lower() + words[1:]
         branches += [rf"{words} *\(core dumped\)", rf"^{_SHELL_REPORT}?{words}(?:\s|$)",
                      rf"^{_SHELL_REPORT}{lower}(?:\s|$)", rf"Fatal Python error: {words}"]
-    branches.append(rf"\bSIG{sig}\b")
+    # The signal's name only in a crash report: a line that names it otherwise ("installing
+    # handlers for SIGSEGV, SIGFPE") says nothing of a crash.
+    branches += [rf"\*\*\* SIG{sig}\b", rf"^\[?(?:signal )?SIG{sig}: "]
     keys = (key, *([also.split()[0].lower()] if also else []), f"sig{sig.lower()}")
     return Rule("|".join(branches), keys=keys, cause="core_dump", strength=3, terminal=True, hint=hint,
                 example=example)
