@@ -237,7 +237,8 @@ ALLOWED_SPELLED = {("probes/logs/engines/patterns.py", r"(?<![\w\x00])[A-Za-z][A
 #: ``isprintable()`` used as "already clean?" before calling the sanitiser (a fast path), per file.
 # The reader's fast paths: feed_bytes' (a plain line skips frames()) and feed's quiet one (quiet.py).
 # reader.py: the fast paths of feed_bytes (a file's lines) and feed (a journal's texts).
-ALLOWED_ISPRINTABLE = {"probes/logs/logline.py": 1, "probes/logs/reader.py": 2, "probes/logs/quiet.py": 1,
+# (reader.py: feed_bytes' and feed's plain-line fast paths, and feed's gate of a service's quiet path.)
+ALLOWED_ISPRINTABLE = {"probes/logs/logline.py": 1, "probes/logs/reader.py": 3, "probes/logs/quiet.py": 1,
                        "widgets/text.py": 1}
 
 

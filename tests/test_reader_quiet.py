@@ -32,6 +32,7 @@ def _loud() -> StartupReader:
     """A reader with the quiet path off: every line goes through parse and the rules."""
     r = StartupReader()
     r._steady_matcher = lambda: None  # type: ignore[method-assign]
+    r._service_quiet = lambda *a: False  # type: ignore[method-assign]  # a service's lines too
     return r
 
 
@@ -249,6 +250,31 @@ def test_a_serving_vllm_log_is_mostly_quiet_and_reads_the_same() -> None:
                  "Mar 08 03:19:08 gpu-node-1 kernel: Out of memory: Killed process 1234 (python3) total-vm:1kB"):
         q, _ = _both(VLLM_START + serving + [tail])
         assert q.reading(ended=True).state == "failed", tail
+
+
+COMPOSE_START = (FIXTURES / "logs-extra" / "vllm-ok-wrap-compose-21.log").read_text().splitlines()
+
+
+def test_a_serving_compose_service_is_quiet_in_its_own_reader_and_reads_the_same() -> None:
+    # docker compose logs (a unit running `docker compose up` writes these to the journal): each
+    # service's lines go to a reader of its own, and a steady service's quiet lines stay quiet.
+    serving = [line for line in COMPOSE_START if line.startswith("voxtral-1  | ") and (
+        "Generation already" in line or "connection open" in line or "WebSocket" in line)]
+    assert len(serving) > 20
+    quiet, _ = _both(COMPOSE_START + serving * 3)
+    sub = quiet._services.subs["voxtral-1"]
+    for text in serving[:8]:
+        quiet.feed(text)
+    assert len(sub._quiet.lines) == 8 and quiet._quiet.lines == []
+    assert quiet.reading().last_line == serving[7]
+    # ... and what comes after them is read, in that service or another, as the long way reads it.
+    for tail in (["voxtral-1  | (APIServer pid=1) ERROR 03-08 03:19:20 [core.py:1] torch.OutOfMemoryError: "
+                  "CUDA out of memory. Tried to allocate 2.00 GiB."],
+                 ["asr-1  | INFO:     10.0.0.5:5000 - \"GET /health HTTP/1.1\" 200 OK", serving[0],
+                  "voxtral-1  | Traceback (most recent call last):", 'voxtral-1  |   File "x.py", line 1, in <module>',
+                  "voxtral-1  | RuntimeError: Engine core initialization failed."],
+                 ["voxtral-1  | " + serving[0], serving[1]]):  # a nested prefix: the long way
+        _both(COMPOSE_START + serving * 2 + tail)
 
 
 def test_settling_year_less_quiet_lines_parses_only_the_last(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,8 +15,10 @@ with a full date).
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left
 from itertools import islice
+from typing import Any
 from probes.logs import blockscan
 from probes.logs.classify import Classifier
 from probes.logs.context import LineContext
@@ -24,6 +26,7 @@ from probes.logs.engines.base import SCAN_CHARS, Matcher, words_of
 from probes.logs.lifecycle import StartHistory
 from probes.hosttext import strip_escapes
 from probes.logs.logline import MAX_LINE_CHARS, Line, Stamp, date_shaped, date_shaped_bytes
+from probes.logs.services import Services
 from probes.logs.settle import Quiet, QuietRun
 from probes.logs.starts import Life
 from probes.logs.timeline import Timeline
@@ -44,6 +47,9 @@ _SLASH_CUES = ("/s]", "/s,", "s/it", "it/s", "B/s", "://", "[pod/")
 _DOT_CUES = ("...", ".service")
 #: Quiet lines kept before they are settled anyway (bounds the memory they hold).
 MAX_QUIET = 4096
+#: A docker compose prefix at the start of a line, as :func:`~probes.logs.logline.parse` reads one
+#: (its ``_COMPOSE_RE``, looked for when " | " is in the first 64 characters).
+_COMPOSE_HEAD_RE = re.compile(r"([a-z][\w.-]*)\s+\| ")
 #: Lines :meth:`QuietLines.feed_lines` scans at once: at first, and at most.
 _FIRST_WINDOW, _LAST_WINDOW = 64, 4096
 
@@ -105,7 +111,7 @@ class QuietLines:
     _history: StartHistory
     _timeline: Timeline
     _quiet: Quiet
-    _services: object | None
+    _services: Services[Any] | None
     _json: list[tuple[Line, bool]]
     _is_sub: bool
     _numbered: bool
@@ -270,13 +276,52 @@ class QuietLines:
             self._settle()
         return True
 
+    def _service_quiet(self, lineno: int, text: str, stamp: Stamp | None, ident: str | None) -> bool:
+        """The quiet look for a line of a log of services (:mod:`probes.logs.services`): a line
+        that begins with a compose prefix (``name  | ``) of a known service whose reader is steady,
+        and whose rest is quiet to that reader, is kept in that reader's quiet lines, whole, as
+        the long way would route it there (True); False: the long way. Only a lower-case name at
+        the very start and no nested service prefix (the rest holds no "| ", a cue), so that
+        :func:`~probes.logs.logline.parse` of the line would give that service at depth 1."""
+        services = self._services
+        if services is None or services.depth != 1 or self._json or not text[:1].islower() \
+                or " | " not in text[:64] or len(text) > MAX_LINE_CHARS:
+            return False
+        m = _COMPOSE_HEAD_RE.match(text)
+        if m is None:
+            return False
+        name = m.group(1)
+        sub = services.subs.get(name)
+        if not isinstance(sub, QuietLines):
+            return False
+        rest = text[m.end():]
+        if sub._unsteady:
+            sub._steady = sub._steady_matcher()
+            sub._unsteady = False
+        matcher = sub._steady
+        if matcher is None or not rest or len(rest) > SCAN_CHARS or not (
+                quiet_ascii(rest, matcher) if rest.isascii() else not (has_cue(rest) or matcher.may_match(rest))) \
+                or (rest[0].isdigit() and not date_shaped(rest)):
+            return False
+        # What the long way does for a line routed to a service (StartupReader._line), and what
+        # reading it would leave there, kept for the service's settle.
+        services.last = name
+        sub.lines = lineno
+        sub._numbered = self._numbered
+        quiet = sub._quiet
+        quiet.lines.append((lineno, text, stamp, ident))
+        quiet.count += 1
+        if quiet.count >= MAX_QUIET:
+            sub._settle()
+        return True
+
     def _steady_matcher(self) -> Matcher | None:
         """The current matcher while the reader is steady, else None. Steady: a line no rule
         may match and with no cue changes nothing but the line count, the timeline, the line before and
         the last line (no engine evidence counted, no traceback, warning or JSON record open, no
         services, a start that has output and no suspect a served request clears)."""
         cl, cx, start = self._cl, self._cx, self._history.current
-        if (cl.watching or self._services is not None or self._json or self._is_sub
+        if (cl.watching or self._services is not None or self._json
                 or cx.tb is not None or cx.benign or cx.after_frame or start.life is Life.EMPTY or not start.output
                 or (start.ended and start.invocation is None) or (start.suspects and start.served and not start.failed)):
             return None

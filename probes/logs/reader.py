@@ -147,6 +147,8 @@ class StartupReader(QuietLines, ApplyLines):
             # The common case: one plain line, no escape codes, \r frames, control characters or bars (the
             # last test is frames()' own for a bar glued to a line: a vLLM stats line's "tokens/s," is none).
             self.lines = lineno = self.lines + 1 if lineno is None else lineno
+            if self._services is not None and text and self._service_quiet(lineno, text, None, None):
+                return
             if self._skip:
                 self._skip -= 1
             elif text and self._quiet_line(lineno, text, None, None):
@@ -182,6 +184,11 @@ class StartupReader(QuietLines, ApplyLines):
             invocation: the journal's ``_SYSTEMD_INVOCATION_ID``/``INVOCATION_ID``; a new one is a
                 new start.
         """
+        if self._services is not None and not systemd and text and (ident is None or ident not in _HOST_IDENTS) \
+                and text.isprintable() and (not invocation or invocation == self._history.current.invocation) \
+                and self._service_quiet(self.lines + 1 if lineno is None else lineno, text, stamp, ident):
+            self.lines = self.lines + 1 if lineno is None else lineno
+            return
         if self._skip:
             self._skip -= 1
         elif not systemd and text and (ident is None or ident not in _HOST_IDENTS) \
@@ -295,6 +302,9 @@ class StartupReader(QuietLines, ApplyLines):
                 services = self._services = Services(self._service_reader)
             sub = services.route(ln)
             if sub is not None:
+                if sub._quiet.lines:
+                    sub._settle()  # its quiet lines (_service_quiet) before this one
+                sub._unsteady = True
                 sub.lines = ln.lineno
                 sub._numbered = self._numbered
                 sub._line(ln, systemd)
