@@ -11,6 +11,7 @@ the line before a traceback, ``grep -n`` numbers.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -358,3 +359,47 @@ def test_seeded_mixes_of_real_lines_read_the_same() -> None:
             if k % 7 == 0:
                 assert repr(quiet.reading()) == repr(loud.reading()), f"after line {k}: {text!r}"
         assert repr(quiet.reading(ended=True)) == repr(loud.reading(ended=True))
+
+
+def test_seeded_mixes_of_compose_services_read_the_same() -> None:
+    # The same for a log of services: serving lines of one service, other services' lines and any
+    # fixture's lines behind a prefix (or none, or two), mutated as above.
+    import random
+
+    rng = random.Random(23)
+    pool = [line for p in LOGS for line in p.read_text(encoding="utf-8", errors="replace").splitlines()]
+    serving = [line for line in COMPOSE_START if line.startswith("voxtral-1  | ") and (
+        "Generation already" in line or "connection open" in line or "WebSocket" in line or "Avg prompt" in line)]
+    prefixes = ["voxtral-1  | "] * 6 + ["asr-1  | ", "", "voxtral-1  | voxtral-1  | ", "Voxtral-1  | ", "db-1\t| "]
+    splices = ["Error", "Traceback", "cuda", "...", "| ", "$ ", "model ", "2025-01-01 00:00:00 ", "\x1b[31m",
+               "12:", "{", "kernel: ", "Kernel", "already in use"]
+
+    def mutate(line: str) -> str:
+        roll = rng.random()
+        if roll < 0.1:
+            return line.swapcase()
+        if roll < 0.3:
+            k = rng.randrange(len(line) + 1)
+            return line[:k] + rng.choice(splices) + line[k:]
+        return line
+
+    for other in (0.01, 0.05, 0.2):
+        lines = [mutate(rng.choice(prefixes) + rng.choice(pool)) if rng.random() < other else mutate(rng.choice(serving))
+                 for _ in range(400)]
+        quiet, loud = StartupReader(), _loud()
+        kept: list[int] = []
+
+        def counted(*a: object, look: Any = quiet._service_quiet, kept: list[int] = kept) -> bool:
+            if look(*a):
+                kept.append(1)
+                return True
+            return False
+
+        quiet._service_quiet = counted  # type: ignore[method-assign]
+        for k, text in enumerate(COMPOSE_START + lines, 1):
+            quiet.feed(text)
+            loud.feed(text)
+            if k % 5 == 0:
+                assert repr(quiet.reading()) == repr(loud.reading()), f"after line {k}: {text!r}"
+        assert repr(quiet.reading(ended=True)) == repr(loud.reading(ended=True))
+        assert len(kept) > 100  # the service's quiet path was taken (not only the long way)
