@@ -38,6 +38,7 @@ import glob
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -82,6 +83,10 @@ def _fixture_lines(name: str) -> list[bytes]:
     return parts
 
 
+#: A docker compose prefix at the start of a line (what probes.logs.logline reads as a service's).
+_COMPOSE_PREFIX = re.compile(rb"[A-Za-z0-9][\w.-]*\s+\| ")
+
+
 def serving_lines(files: list[str], engine: str | None = None) -> list[bytes]:
     """The lines of ``files`` that the reader itself reads as a serving server's: read while the
     reading of the file so far says ``ready`` (state and phase, the same start, before and after
@@ -90,7 +95,9 @@ def serving_lines(files: list[str], engine: str | None = None) -> list[bytes]:
     answered requests), the engine's metrics lines (vLLM's ``Avg prompt throughput``), decode and
     prefill batch lines (SGLang), a model loaded on request (Ollama), warnings while serving. In
     file order, each file's in turn; with ``engine``, only of the files the reader reads as that
-    engine's."""
+    engine's. A line behind a docker compose prefix (``voxtral-1  | ``) is taken without it: the
+    start the log begins with has none, and one log is one server's (a unit's journal), not a
+    start without prefixes followed by another service's lines (whose reader never saw a start)."""
     sys.path.insert(0, ROOT)
     import dataclasses
 
@@ -115,8 +122,10 @@ def serving_lines(files: list[str], engine: str | None = None) -> list[bytes]:
             reader.feed_bytes(raw)
             after = reader.reading()
             pieces = frames(raw.decode("utf-8", "replace"))
-            if (before.state == before.phase == "ready" and same(before, after) and len(pieces) == 1
-                    and parse(1, pieces[0]).prefixed):
+            ln = parse(1, pieces[0]) if len(pieces) == 1 else None
+            if before.state == before.phase == "ready" and same(before, after) and ln is not None and ln.prefixed:
+                if ln.service is not None and ln.service_depth == 1 and (m := _COMPOSE_PREFIX.match(raw)):
+                    raw = raw[m.end():]
                 out.append(raw)
             before = after
     return out
