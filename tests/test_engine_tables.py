@@ -290,6 +290,9 @@ def test_a_server_that_shut_down_after_serving_is_stopped() -> None:
     ("SIGBUS: bus error", "core_dump"),
     ("*** SIGSEGV (@0x0) received by PID 4242 (TID 0x7f00) from PID 0; stack trace: ***", "core_dump"),
     ("[signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x4a2b1c]", "core_dump"),
+    ("  traceback : Signal 11 (SIGSEGV) received by PID 12321", "core_dump"),  # torch elastic's summary
+    ("Aborted (core dumped)", "core_dump"), ("Aborted", "core_dump"),
+    ("/opt/run.sh: line 3:  4242 Aborted                 (core dumped) vllm serve m", "core_dump"),
 ])
 def test_a_process_that_dies_in_native_code_or_by_signal_is_failed(line, cause) -> None:
     r = _read(VLLM_READY[:2] + [line])
@@ -300,6 +303,22 @@ def test_a_process_that_dies_in_native_code_or_by_signal_is_failed(line, cause) 
     "(EngineCore pid=1) INFO 02-12 19:35:00 [x.py:1] Installing faulthandler for SIGSEGV, SIGFPE, SIGABRT, SIGBUS, SIGILL",
     "(EngineCore pid=1) INFO 02-12 19:35:00 [x.py:1] Setting SIGTRAP handler",
     "INFO 02-12 19:35:00 [x.py:1] Floating point exceptions are masked",
+    # The words of a crash inside a message (a prompt a request log echoes), or beginning a
+    # sentence that is no shell's report (a fresh user's try found each read "failed core_dump").
+    "(APIServer pid=7) INFO 02-12 19:40:02 [logger.py:39] Received request chatcmpl-9: prompt: "
+    "'my script prints Floating point exception (core dumped), why?', params: SamplingParams(n=1)",
+    "(APIServer pid=7) INFO 02-12 19:40:02 [logger.py:39] Received request chatcmpl-9: prompt: "
+    "'Segmentation fault (core dumped) in my C code', params: SamplingParams(n=1)",
+    "(APIServer pid=7) INFO 02-12 19:40:02 [logger.py:39] Received request chatcmpl-9: prompt: "
+    "'what does Fatal Python error: Segmentation fault mean', params: SamplingParams(n=1)",
+    "Segmentation fault handler registered",
+    "Floating point exception traps disabled",
+    "Illegal instruction set extension AVX512 not available, using AVX2 kernels",
+    "Bus error handling enabled",
+    "*** SIGSEGV handler installed ***",
+    # vLLM logs this whenever a client goes away (vllm-project/vllm#2484): no SIGABRT.
+    "INFO 01-17 03:11:25 async_llm_engine.py:134] Aborted request 0e89f1d2a7b04ac5b23cb7e0e37e1e88.",
+    "(APIServer pid=11980) INFO 02-12 19:40:02 [async_llm.py:400] Aborted request(s) chatcmpl-3f2a.",
 ])
 def test_a_line_that_only_names_a_signal_is_no_crash(line) -> None:
     # A wrong "failed" at 3 a.m. is worse than none: the name of a signal outside a crash report.

@@ -42,22 +42,28 @@ _SHELL_REPORT = r"(?:\S+: line \d+: +\d+ +|zsh: +|\[\d+\] +\d+ +)"
 def _crash_signal(text: str, sig: str, key: str, *, example: str, also: str = "",
                   hint: str | None = None) -> Rule:
     """A native crash by signal ``SIG<sig>`` (core_dump, strength 3, terminal), each way it is
-    reported: the shell's line with the signal's text (glibc's strsignal; ``also``: musl's), with
-    ``(core dumped)`` after any padding or none (bash pads the text to a column), or alone at the
-    start of its line, in lower case after a zsh or job prefix; Python's faulthandler (``Fatal Python
-    error: TEXT``); the signal's name as absl's and glog's failure handlers (``*** SIGFPE received
-    at``, ``*** SIGSEGV (@0x0) received by PID``) and Go's runtime (``SIGFPE: floating-point
-    exception``, ``[signal SIGSEGV: segmentation violation ...]``) begin their reports: the name
-    elsewhere in a line is no crash. ``key``: the word of ``text`` (and
+    reported, each where the message begins: the shell's line with the signal's text (glibc's
+    strsignal; ``also``: musl's) and ``(core dumped)`` after any padding or none (bash pads the
+    text to a column), the text alone on its line, or after a shell's report prefix (bash in a
+    script, zsh and a job line in lower case) with the command after it; Python's faulthandler
+    (``Fatal Python error: TEXT``); the signal's name as absl's and glog's failure handlers
+    (``*** SIGFPE received at``, ``*** SIGSEGV (@0x0) received by PID``) and Go's runtime
+    (``SIGFPE: floating-point exception``, ``[signal SIGSEGV: segmentation violation ...]``) begin
+    their reports, and torch elastic's ``Signal 11 (SIGSEGV) received by PID``: the words elsewhere
+    in a message (a prompt a request log echoes) are no crash. ``key``: the word of ``text`` (and
     of ``also``) the matcher selects the rule by."""
     branches = []
     for words in filter(None, (text, also)):
         lower = words[0].lower() + words[1:]
-        branches += [rf"{words} *\(core dumped\)", rf"^{_SHELL_REPORT}?{words}(?:\s|$)",
-                     rf"^{_SHELL_REPORT}{lower}(?:\s|$)", rf"Fatal Python error: {words}"]
-    # The signal's name only in a crash report: a line that names it otherwise ("installing
-    # handlers for SIGSEGV, SIGFPE") says nothing of a crash.
-    branches += [rf"\*\*\* SIG{sig}\b", rf"^\[?(?:signal )?SIG{sig}: "]
+        # Each at the start of the message: the same words inside one (a prompt a request log
+        # echoes, "Segmentation fault handler registered") are no crash.
+        branches += [rf"^{_SHELL_REPORT}?{words} *\(core dumped\)", rf"^{words}\s*$",
+                     rf"^{_SHELL_REPORT}{words}(?:\s|$)", rf"^{_SHELL_REPORT}{lower}(?:\s|$)",
+                     rf"^Fatal Python error: {words}"]
+    # The signal's name only where a crash report begins with it: a line that names it otherwise
+    # ("installing handlers for SIGSEGV, SIGFPE", "*** SIGSEGV handler installed ***") is no crash.
+    branches += [rf"^\*\*\* SIG{sig} (?:received|\(@)", rf"^\[?(?:signal )?SIG{sig}: ",
+                 rf"Signal \d+ \(SIG{sig}\) received by PID"]  # the last: torch elastic's summary
     keys = (key, *([also.split()[0].lower()] if also else []), f"sig{sig.lower()}")
     return Rule("|".join(branches), keys=keys, cause="core_dump", strength=3, terminal=True, hint=hint,
                 example=example)
@@ -222,8 +228,10 @@ RULES: tuple[Rule, ...] = (
     Rule(r"^\s*what\(\): ", keys=("what",), cause="core_dump", strength=3,
          hint="The process aborted on this C++ exception: check CUDA, driver and engine versions.",
          example="  what():  CUDA error: an illegal memory access was encountered"),
-    Rule(r"^(?:\S+: line \d+: +\d+ +)?Aborted(?: *\(core dumped\))?\s|^Aborted(?: *\(core dumped\))?$|"
-         r"Fatal Python error: Aborted|terminate called after throwing an instance of",
+    # "Aborted" as the shell reports SIGABRT: alone, with "(core dumped)", or after a script's report
+    # prefix; not vLLM's "Aborted request chatcmpl-..." (a client that went away).
+    Rule(r"^(?:\S+: line \d+: +\d+ +)?Aborted *\(core dumped\)|^\S+: line \d+: +\d+ +Aborted(?:\s|$)|"
+         r"^Aborted\s*$|^Fatal Python error: Aborted|terminate called after throwing an instance of",
          keys=("aborted", "terminate"), cause="core_dump", strength=2, terminal=True,
          hint="The process aborted in native code (a C++ exception or assertion): the lines around it "
               "name the library; check CUDA, driver and engine versions.",
