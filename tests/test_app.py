@@ -58,10 +58,13 @@ async def test_navigate_open_filter_jump_to_error_and_quit():
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, DetailScreen) and len(pane.shown) == len(pane.entries)
-        # enter keeps the filter; escape then goes back to the overview.
+        # enter keeps the filter; escape then clears it, and a second escape goes back.
         await pilot.press("slash", *"out of memory", "enter")
         await pilot.pause()
         assert 0 < len(pane.shown) < len(pane.entries)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, DetailScreen) and len(pane.shown) == len(pane.entries)
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, OverviewScreen)
@@ -91,6 +94,54 @@ async def test_navigate_open_filter_jump_to_error_and_quit():
         await pilot.press("q")
         await pilot.pause()
     assert app.return_code in (0, None)
+
+
+async def test_escape_clears_a_kept_filter_before_leaving_and_the_footer_names_it_once():
+    # A fresh user: / Load enter kept the filter, and the next escape left the screen with it
+    # (the help says "escape clears it"); the pane's border said `filter “load” · search “Load”`
+    # for the one thing typed in the one box.
+    clock = ManualClock(T0)
+    app = make_demo_app(clock=clock)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _advance(app, pilot, clock, 300)
+        app.open_detail("gpu-node-2")
+        await pilot.pause()
+        pane = app.screen.query_one(LogPane)
+        await pilot.press("slash", *"Load", "enter")
+        await pilot.pause()
+        assert pane.filter == "load" and 0 < len(pane.shown) < len(pane.entries)
+        subtitle = str(pane.border_subtitle)
+        assert "filter “Load”" in subtitle and "search" not in subtitle, subtitle
+        status = app.screen.query_one("#status")
+
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, DetailScreen)
+        assert pane.filter is None and pane.search_term is None and len(pane.shown) == len(pane.entries)
+        assert app.screen.query_one("#filter", Input).value == ""
+        assert "filter" not in str(pane.border_subtitle)
+        assert str(status.render()) == "filter “Load” cleared (escape again goes back)"
+
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, OverviewScreen)
+
+
+async def test_e_after_a_kept_filter_says_the_error_line():
+    # e clears a kept filter to show the error line; the box's emptying must not blank what it said.
+    clock = ManualClock(T0)
+    app = make_demo_app(clock=clock)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _advance(app, pilot, clock, 400)
+        app.open_detail("gpu-node-2")
+        await pilot.pause()
+        pane = app.screen.query_one(LogPane)
+        await pilot.press("slash", *"Load", "enter", "e")
+        await pilot.pause()
+        err = app.watchers["gpu-node-2"].state().error
+        assert err is not None and pane.cursor_seq == err.line and pane.filter is None
+        assert pane.search_term is None
+        assert str(app.screen.query_one("#status").render()) == f"error line {err.line}: cuda_oom"
 
 
 async def test_filter_then_n_steps_through_matches():

@@ -131,12 +131,15 @@ class DetailScreen(Screen[None]):
         self.query_one("#status", Static).update(text)
 
     def action_back(self) -> None:
+        """Escape: first the filter goes (its box open, or kept with enter), then the screen."""
         box = self.query_one("#filter", Input)
-        if box.has_class("-open"):
+        kept = box.value
+        if box.has_class("-open") or kept:
             box.value = ""
             box.remove_class("-open")
             self.log_pane.set_filter(None)
-            self._say("")
+            self.log_pane.search(None)
+            self._say(f"filter “{plain(kept, max_chars=60)}” cleared (escape again goes back)" if kept else "")
             self.log_pane.focus()
             return
         self.app.pop_screen()
@@ -152,6 +155,8 @@ class DetailScreen(Screen[None]):
         self.set_focus(box)
 
     def on_input_changed(self, event: Input.Changed) -> None:
+        if not event.value and self.log_pane.filter is None and self.log_pane.search_term is None:
+            return  # cleared already (escape, e): keep what the status line says about it
         self.log_pane.set_filter(event.value or None)
         self.log_pane.search(event.value)
         self.log_pane.scroll_to(x=0, animate=False)  # matches start at the left edge
@@ -180,6 +185,7 @@ class DetailScreen(Screen[None]):
             self._say("no error line in this start")
             return
         self.log_pane.set_filter(None)
+        self.log_pane.search(None)
         self.query_one("#filter", Input).value = ""
         self.log_pane.scroll_to(x=0, animate=False)
         if not self.log_pane.jump_to_seq(err.line):

@@ -55,7 +55,7 @@ Detail screen
   e                jump to the decisive error line
   f                follow the tail on / off
   left / right     scroll long lines sideways (e and / go back left)
-  escape           back to the overview
+  escape           clear a kept filter, then back to the overview
 
 Card: host · unit · engine · readiness · restarts, the phase bar
 (current phase lit, progress inside), time in phase and since start,

@@ -233,10 +233,14 @@ class LogPane(ScrollView, can_focus=True):
 
     def _update_subtitle(self) -> None:
         parts = ["follow" if self.follow else "paused"]
-        if self._filter:
-            parts.append(f"filter “{self._filter}”")
-        if self._term:
-            parts.append(f"search “{self._term}”")
+        if self._filter and self._term and self._term.lower() == self._filter:
+            # The detail screen's one box sets both (the filter lower-cased): one thing, one label.
+            parts.append(f"filter “{self._term}”")
+        else:
+            if self._filter:
+                parts.append(f"filter “{self._filter}”")
+            if self._term:
+                parts.append(f"search “{self._term}”")
         parts.append(f"{len(self._shown())}/{len(self._rows)} lines")
         self.border_subtitle = Content(" · ".join(parts))
 
