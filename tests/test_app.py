@@ -302,5 +302,11 @@ async def test_a_long_verdict_and_hint_are_whole_on_the_card():
         text = card.verdict_text(card.state).plain
         assert text.startswith("Restart loop: 3 starts failed") and "…" not in text
         assert "Hint: GPU memory ran out: lower --max-model-len or --max-num-seqs, add --enforce-eager" in text
+        # The sentence says "fix it, then systemctl reset-failed": the hint does not say it again.
+        assert text.count("reset-failed") == 1 and "start limit): `systemctl" not in text
+        app.open_detail("gpu-node-2")
+        await pilot.pause()
+        on_detail = app.screen.query_one(HostCard)
+        assert on_detail.verdict_text(on_detail.state).plain == text
         line = card.query_one("#hc-verdict")
         assert line.size.height == line.get_content_height(line.size, app.size, line.size.width) >= 4

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from probes.data.events import CONNECTION_KINDS
 from probes.data.state import HostState, LogEntry
+from probes.fold.headline import shown_hint
 from probes.fold.verdict import cause_words, fmt_span
 from probes.hosttext import one_line
 from probes.logs.engines import ENGINES
@@ -211,8 +212,8 @@ def _summary(s: HostState) -> list[str]:
     rows += _verdict(s)
     if s.cause:
         rows.append(f"- **Cause:** {md_text(cause_words(s.cause))} ({md_code(s.cause)})")
-    if s.hint:
-        rows.append(f"- **Hint:** {md_text(s.hint)}")
+    if hint := shown_hint(s):  # what the verdict above does not say already
+        rows.append(f"- **Hint:** {md_text(hint)}")
     rows.append(f"- **Readiness:** {md_text(_readiness(s))}")
     rows.append(f"- **Unit state:** {_unit_words(s)}")
     rows += _gpus(s)

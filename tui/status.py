@@ -28,7 +28,7 @@ from probes.sources.nvml import NvmlSource
 from probes.store.history import History
 from probes.hosttext import json_text, one_line
 from probes.data.events import CONNECTION_KINDS
-from probes.fold.headline import headline, shown_verdict
+from probes.fold.headline import headline, shown_hint, shown_verdict
 from probes.fold.verdict import blind_failures, systemd_gave_up
 from probes.transport.runner import Runner
 from probes.data.state import HostState
@@ -176,8 +176,8 @@ def format_host(spec: HostSpec, s: HostState, connection: str | None = None, now
         rows.append(("GPU error", gf.message))
     if s.error is not None:
         rows.append(("error", s.error.text))
-        if s.hint:
-            rows.append(("hint", s.hint))
+        if hint := shown_hint(s):  # what the verdict row below does not say already
+            rows.append(("hint", hint))
     if s.last_line:
         rows.append(("last line", s.last_line))
     if (v := shown_verdict(s)) is not None:

@@ -19,7 +19,7 @@ from rich.text import Text
 from probes.data.state import HostState
 from probes.fold.download import download_words
 from probes.fold.eta import about, eta_for
-from probes.fold.headline import headline
+from probes.fold.headline import headline, shown_hint
 from widgets.fmt import PHASE_LABELS, RUNG_LOOK, RUNG_WORDS, STATE_LOOK, STATE_WORDS, duration
 from widgets.phase_bar import progress_label
 from widgets.text import host_text, plain
@@ -144,16 +144,15 @@ def log_text(s: HostState, style: Callable[[str], Style]) -> Text:
     return t
 
 def verdict_text(s: HostState, style: Callable[[str], Style]) -> Text:
-    """Lines 7 on: the verdict sentence, and a failed start's hint when the verdict does not
-    already hold it, whole (the card wraps it to as many rows as it needs)."""
+    """Lines 7 on: the verdict sentence, and a failed start's hint but what the verdict already
+    says (:func:`~probes.fold.headline.shown_hint`), whole (the card wraps it to as many rows as
+    it needs)."""
     t = Text(end="")
     if s.verdict is not None:
         t.append_text(host_text(s.verdict.sentence, max_chars=600))
-    if s.state == "failed" and s.hint:
-        hint = plain(s.hint, max_chars=600)
-        if s.verdict is None or hint not in s.verdict.sentence:
-            if t.plain:
-                t.append(" ")
-            t.append(f"Hint: {hint}", style("muted"))
+    if s.state == "failed" and (shown := shown_hint(s)):
+        if t.plain:
+            t.append(" ")
+        t.append(f"Hint: {plain(shown, max_chars=600)}", style("muted"))
     t.no_wrap = False
     return t

@@ -5,6 +5,8 @@ answered yet (:func:`shown_verdict`). The rules are :mod:`probes.fold.verdict`'s
 
 from __future__ import annotations
 
+import re
+
 from probes.data.state import KNOWN_PROBES, HostState, Verdict
 
 #: The kind of the verdict views show in place of "nothing wrong" while a probe has not answered
@@ -32,6 +34,39 @@ def shown_verdict(s: HostState) -> Verdict | None:
     what = " and ".join(f"the {p}" for p in waiting)
     return Verdict("info", kind=WAITING_KIND, sentence=f"Waiting for the first answer of {what}; nothing is judged before it.",
                    evidence=tuple(f"{p}: no answer yet" for p in waiting))
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+_COMMAND = re.compile(r"`([^`]+)`")
+
+
+def _command_words(span: str) -> str:
+    """A hint's command as a verdict says it: its first two words (`systemctl reset-failed UNIT`
+    is said ``systemctl reset-failed``)."""
+    return " ".join(span.split()[:2])
+
+
+def shown_hint(s: HostState) -> str:
+    """The hint to show beside the verdict: ``s.hint`` without its sentences that the verdict's
+    sentence already says, whole or by their commands (a gave-up restart loop's ``fix it, then
+    systemctl reset-failed`` holds the start limit's "`systemctl reset-failed` the unit after the
+    fix"); "" when nothing is left. A hint sentence with no command stays unless it is in the
+    verdict whole. The JSON keeps the whole hint: it is read without the sentence."""
+    hint = s.hint
+    v = s.verdict
+    if not hint or v is None:
+        return hint
+    if hint in v.sentence:
+        return ""
+    said = v.sentence
+
+    def says(part: str) -> bool:
+        commands = _COMMAND.findall(part)
+        return part in said or bool(commands) and all(_command_words(c) in said for c in commands)
+
+    parts = _SENTENCE_END.split(hint)
+    kept = [p for p in parts if not says(p)]
+    return hint if len(kept) == len(parts) else " ".join(kept)
 
 
 #: Headlines in the order an operator must see them (worst first).
@@ -64,4 +99,4 @@ def headline(s: HostState) -> str:
     return s.state if s.state in HEADLINES else "waiting"
 
 
-__all__ = ["WAITING_KIND", "HEADLINES", "unanswered", "shown_verdict", "headline"]
+__all__ = ["WAITING_KIND", "HEADLINES", "unanswered", "shown_verdict", "shown_hint", "headline"]
