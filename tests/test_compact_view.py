@@ -502,3 +502,39 @@ async def test_between_ticks_only_the_rows_shown_are_snapshotted_and_a_stall_off
         assert off in stalled and on in stalled and len(stalled) == 128
         assert "128 hosts: 128 stalled" in _screen_text(app)
         assert condition(table.state(off)) == "stalled"
+
+
+def test_the_header_gives_the_order_and_count_a_line_of_their_own_where_the_titles_need_the_row():
+    # A fresh user at 80x24: `order: severity · 9 of 128 hosts · filter: gpu-12` was drawn over
+    # the titles, so PHASE, READINESS and VERDICT had no heading.
+    from widgets.host_rows import _TITLES, columns_for, header_lines
+
+    for width in (200, 160, 120, 100, 90, 80):  # narrower, the rows are cut too
+        lines = [t.plain for t in header_lines(width, "severity", 9, 128, "gpu-12", lambda look: Style())]
+        assert all(len(line) == width for line in lines)
+        joined = "\n".join(lines)
+        assert "9 of 128" in joined and "filter: gpu-12" in joined, (width, lines)
+        for col in columns_for(width):
+            assert _TITLES[col] in lines[-1], (width, col, lines)
+    assert len(header_lines(160, "severity", 9, 128, "gpu-12", lambda look: Style())) == 1
+    assert len(header_lines(80, "severity", 128, 128, "", lambda look: Style())) == 2
+
+
+async def test_at_80_columns_every_column_has_its_heading_and_the_rows_stay_under_it():
+    app = fleet_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(app, pilot)
+        table = app.screen.query_one(HostTable)
+        await pilot.press("slash", *"gpu-12", "enter")
+        await pilot.pause()
+        assert sorted(table.rows) == [f"gpu-{i:03d}" for i in range(120, 128)]
+        lines = _screen_text(app).splitlines()
+        top = table.region.y
+        assert "order: severity · 8 of 128 hosts · filter: gpu-12" in lines[top]
+        assert lines[top + 1].split() == ["HOST", "STATE", "PHASE", "READINESS", "VERDICT"], lines[top + 1]
+        assert lines[top + 2].startswith(table.rows[0])
+        # The rows are where the table says: a click on the third row opens its host.
+        third = table.rows[2]
+        await pilot.click(HostTable, offset=(3, 2 + 2))
+        await pilot.pause()
+        assert isinstance(app.screen, DetailScreen) and app.screen.watcher.name == third

@@ -180,6 +180,41 @@ async def test_a_fleet_failing_at_once_gets_three_toasts_and_one_that_gathers_th
         assert message == f"7 failed: {', '.join(rest[:4])} and 3 more."
 
 
+async def test_at_80x24_a_burst_is_one_short_toast_at_a_time() -> None:
+    # `upwatch --demo --fleet 128` at 80x24: the start-up toasts (three, then the one that gathers
+    # the burst, each 10 s, six rows high) covered over half the rows for 15-20 s.
+    from textual.widgets._toast import Toast
+
+    from tui.notify import SMALL_TOAST_S
+
+    clock = ManualClock(T0)
+    app = make_demo_app(clock=clock, names=[f"gpu-{i:03d}" for i in range(1, 41)])
+    toasts = record_toasts(app)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await run_for(app, clock, pilot, 50)
+        assert toasts == []
+        await advance_demo(app, clock, pilot, 10, step_s=10, toasts=True)  # the burst, its toasts kept
+        failed = [n.host for n in app.notifier.told if n.kind == "failed"]
+        assert len(failed) == 10  # every notice is still told (bell, desktop, webhook)
+        assert [kw["title"] for _, kw in toasts] == ["failed", "9 more hosts changed"]
+        shown = list(app._notifications)
+        assert len(shown) == 1 and shown[0].title == "9 more hosts changed" and shown[0].timeout <= SMALL_TOAST_S
+        on_screen = await until("the toast on the screen", lambda: list(app.screen.query(Toast)), pilot=pilot)
+        assert len(on_screen) == 1 and on_screen[0].region.height <= 4, on_screen[0].region  # no blank rows
+        # Any toast, not only the notices': short, and it takes the place of the one shown.
+        app.notify("copied", timeout=10)
+        await pilot.pause()
+        assert [n.message for n in app._notifications] == ["copied"]
+        assert next(iter(app._notifications)).timeout == SMALL_TOAST_S
+        # A roomy terminal keeps them as they were.
+        await pilot.resize_terminal(160, 48)
+        await pilot.pause()
+        app.notify("one", timeout=10)
+        app.notify("two", timeout=10)
+        await pilot.pause()
+        assert [(n.message, n.timeout) for n in app._notifications] == [("copied", SMALL_TOAST_S), ("one", 10), ("two", 10)]
+
+
 async def test_a_fixed_picture_has_no_gathered_toast_still_to_come() -> None:
     # The snapshot tests failed in CI (one in two runs here): the toast that gathers a burst waits
     # a real second on a timer, so on a slow run it came up after advance_demo had cleared the

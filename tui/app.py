@@ -41,7 +41,7 @@ from probes.spec import HostSpec
 from probes.watch.watcher import HostWatcher
 from tui.actions import ActionController
 from tui.config import Config
-from tui.notify import Notifier
+from tui.notify import SMALL_COLUMNS, SMALL_ROWS, SMALL_TOAST_S, Notifier, small_screen
 from tui.detail_screen import DetailScreen
 from tui.help_screen import HelpScreen
 from tui.screens import OverviewScreen
@@ -59,6 +59,11 @@ class UpwatchApp(App[None]):
     """The dashboard. Build it with :func:`make_app`."""
 
     TITLE = "upwatch"
+    # A small terminal's screens get -short or -narrow (Textual's breakpoints): their toasts lose
+    # their blank rows (4 rows, not 6, for a two-line toast at 80x24).
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (SMALL_COLUMNS, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (SMALL_ROWS, "-tall")]
+    CSS = "Screen.-short Toast, Screen.-narrow Toast { padding: 0 1; }"
     BINDINGS = [
         Binding("q", "quit", "Quit"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
@@ -111,7 +116,13 @@ class UpwatchApp(App[None]):
         """Every toast of the app: its message and title go through the one sanitiser
         (:func:`probes.hosttext.lines`), so host text in it (a command's output, a host or unit name,
         an error) reaches the terminal without escape codes, bidi controls or zero-width characters;
-        never parsed as markup. Arguments as :meth:`textual.app.App.notify` (``markup`` is ignored)."""
+        never parsed as markup. Arguments as :meth:`textual.app.App.notify` (``markup`` is ignored).
+
+        On a small terminal (:func:`tui.notify.small_screen`, 80x24) a toast replaces the one shown
+        and stays at most :data:`~tui.notify.SMALL_TOAST_S` seconds: stacked toasts hid the rows."""
+        if small_screen(self.size):
+            timeout = min(SMALL_TOAST_S, self.NOTIFICATION_TIMEOUT if timeout is None else timeout)
+            self.clear_notifications()
         super().notify(lines(message), title=lines(title), severity=severity, timeout=timeout, markup=False)
 
     # --- lifecycle -------------------------------------------------------------------------------

@@ -7,7 +7,8 @@ notice goes to the channels of its host (``notify`` in ``hosts.toml``):
 * ``bell``: ``App.bell()`` (once per host per snapshot, however many notices it brings);
 * ``toast``: ``App.notify(text, markup=False)``, severity by kind; at most :data:`TOASTS_AT_ONCE`
   within :data:`TOAST_WINDOW_S`, then the rest of the burst in one toast (32 hosts failing at once
-  gave 32 toasts that covered the screen);
+  gave 32 toasts that covered the screen); on a small terminal (:func:`small_screen`) one, for
+  :data:`SMALL_TOAST_S` seconds;
 * ``desktop``: ``notify-send`` (when on ``PATH``) run as an argv list, never through a shell, and
   killed after ``desktop_timeout_s``;
 * ``webhook``: ``POST`` of :meth:`~probes.fold.notify.Notice.to_json` (a ``text`` field, so Slack-style
@@ -52,6 +53,19 @@ QUEUE_MAX = 32
 TOASTS_AT_ONCE = 3
 TOAST_WINDOW_S = 10.0
 TOAST_GATHER_S = 1.0
+#: A terminal under :data:`SMALL_ROWS` rows or :data:`SMALL_COLUMNS` columns is small (80x24): there
+#: a toast stays :data:`SMALL_TOAST_S` seconds, a newer one takes its place (one at a time) and a
+#: burst is gathered after its first toast, not its third (``--demo --fleet 128`` at 80x24: the
+#: start-up toasts covered over half the rows for 15-20 s). See :meth:`tui.app.UpwatchApp.notify`.
+SMALL_ROWS = 36
+SMALL_COLUMNS = 100
+SMALL_TOAST_S = 4.0
+
+
+def small_screen(size: tuple[int, int]) -> bool:
+    """Whether a terminal of ``size`` (columns, rows) is small for toasts (:data:`SMALL_ROWS`)."""
+    width, height = size
+    return height < SMALL_ROWS or width < SMALL_COLUMNS
 
 
 
@@ -150,7 +164,8 @@ class Notifier:
         now = self.now()
         while self._toasted and now - self._toasted[0] >= TOAST_WINDOW_S:
             self._toasted.popleft()
-        if len(self._toasted) < TOASTS_AT_ONCE and not self._held:
+        at_once = 1 if small_screen(self.app.size) else TOASTS_AT_ONCE
+        if len(self._toasted) < at_once and not self._held:
             self._toasted.append(now)
             self.app.notify(n.text, title=TITLES[n.kind], severity=SEVERITY[n.kind],  # type: ignore[arg-type]
                             markup=False, timeout=10)

@@ -32,7 +32,7 @@ from widgets.gpu_strip import note_word
 from widgets.text import plain
 
 __all__ = ["RowCells", "ORDERS", "SEVERITY", "condition", "row_cells", "sort_key", "matches", "row_text", "row_pieces", "Piece",
-           "header_text", "columns_for", "ticks", "PHASE_BAR_CELLS"]
+           "header_text", "header_lines", "header_height", "columns_for", "ticks", "PHASE_BAR_CELLS"]
 
 #: The orders the rows can be sorted in (``o`` cycles them): worst first, by host name, or as the
 #: hosts first arrived (the config's order).
@@ -318,19 +318,60 @@ def row_text(cells: RowCells, width: int, style: Callable[[str], Style]) -> Text
     return t
 
 
-def header_text(width: int, order: str, shown: int, total: int, needle: str, style: Callable[[str], Style]) -> Text:
-    """The header row: the columns' titles (as :func:`row_text` lays them out at ``width``) and, at
-    the right, the order and the count (``order: severity · 12 of 128 · filter: fail``)."""
+def _titles(width: int) -> Text:
+    """The columns' titles, as :func:`row_text` lays them out at ``width`` (not padded)."""
     t = Text(no_wrap=True, end="")
     for col in columns_for(width):
         if col == "verdict":
             t.append(_TITLES[col])
         else:
             _cell(t, _TITLES[col], _WIDTHS[col], Style())
+    return t
+
+
+def _tail(width: int, order: str, shown: int, total: int, needle: str) -> str:
+    """``order: severity · 12 of 128 hosts · filter: fail``; in short where ``width`` leaves it
+    under 16 cells of titles (``12 of 128 · filter: fail``)."""
     tail = f"order: {order} · {shown} of {total}" if needle or shown != total else f"order: {order} · {total}"
     tail += f" hosts · filter: {plain(needle, max_chars=40)}" if needle else " hosts"
     if width - len(tail) - 1 < 16:  # narrow: the count and the filter, in short
         tail = f"{shown} of {total}" + (f" · filter: {plain(needle, max_chars=20)}" if needle else "")
+    return tail
+
+
+def header_height(width: int, order: str, shown: int, total: int, needle: str) -> int:
+    """Lines :func:`header_lines` takes: 1 while the titles and the order and count fit side by
+    side (a space between, one at the end), else 2."""
+    return 1 if _titles(width).cell_len + len(_tail(width, order, shown, total, needle)) + 2 <= width else 2
+
+
+def header_lines(width: int, order: str, shown: int, total: int, needle: str,
+                 style: Callable[[str], Style], height: int | None = None) -> list[Text]:
+    """The header: the columns' titles with, at the right, the order and the count (``order:
+    severity · 12 of 128 hosts · filter: fail``) on one line where both fit (:func:`header_height`),
+    else the order and the count on a line of their own above the titles (at 80 columns they were
+    drawn over PHASE, READINESS and VERDICT). Each line is exactly ``width`` cells; ``height``
+    (1 or 2) says how many lines to make instead of :func:`header_height`."""
+    if (height or header_height(width, order, shown, total, needle)) == 1:
+        return [header_text(width, order, shown, total, needle, style)]
+    tail = _tail(width, order, shown, total, needle)
+    top = Text(no_wrap=True, end="")
+    top.append(" " * max(0, width - len(tail) - 1))
+    top.append(tail + " ", style("muted"))
+    top.truncate(width, pad=True)
+    top.stylize(style("header"))
+    titles = _titles(width)
+    titles.truncate(width, pad=True)
+    titles.stylize(style("header"))
+    return [top, titles]
+
+
+def header_text(width: int, order: str, shown: int, total: int, needle: str, style: Callable[[str], Style]) -> Text:
+    """The header as one row: the columns' titles (as :func:`row_text` lays them out at ``width``)
+    and, at the right, the order and the count (``order: severity · 12 of 128 · filter: fail``),
+    which win over the titles where both do not fit (:func:`header_lines` gives them two lines)."""
+    t = _titles(width)
+    tail = _tail(width, order, shown, total, needle)
     # The order, the count and the filter win over the titles: a kept filter must show.
     room = width - len(tail) - 2
     if t.cell_len > room:

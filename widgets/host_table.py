@@ -29,7 +29,7 @@ from textual.strip import Strip
 
 from probes.data.state import HostState
 from probes.fold.headline import headline
-from widgets.host_rows import (ORDERS, RowCells, condition, header_text, matches, row_cells, row_pieces, row_text,
+from widgets.host_rows import (ORDERS, RowCells, condition, header_height, header_lines, matches, row_cells, row_pieces, row_text,
                                sort_key, ticks)
 
 __all__ = ["HostTable"]
@@ -131,6 +131,7 @@ class HostTable(ScrollView, can_focus=True):
         self._now = 0.0
         #: Rows drawn (render_line calls that made a row anew), for tests and the benchmark.
         self.rows_drawn = 0
+        self._head = 1  # the header's lines (:meth:`_header_height`)
 
     # --- data ----------------------------------------------------------------------------------
 
@@ -214,7 +215,8 @@ class HostTable(ScrollView, can_focus=True):
         if follow is not None and follow in self._index:
             self.cursor = self._index[follow]
         self.cursor = max(0, min(self.cursor, len(shown) - 1))
-        self.virtual_size = Size(self.size.width, len(shown) + 1)
+        self._head = self._header_height()
+        self.virtual_size = Size(self.size.width, len(shown) + self._head)
         self._keep_cursor_in_view()
         self.refresh()
 
@@ -225,8 +227,14 @@ class HostTable(ScrollView, can_focus=True):
 
     @property
     def _page(self) -> int:
-        """Rows in view (the header takes a line; there is no horizontal scrollbar)."""
-        return max(1, self.size.height - 1)
+        """Rows in view (the header takes its lines; there is no horizontal scrollbar)."""
+        return max(1, self.size.height - self._head)
+
+    def _header_height(self) -> int:
+        """The header's lines at this width, order, count and filter (1, or 2 where they and the
+        titles do not fit side by side); kept in ``_head`` by :meth:`_resort` and :meth:`on_resize`,
+        which every change of those passes through."""
+        return header_height(self._row_width, self.order, len(self.rows), self.total, self.needle)
 
     @property
     def _row_width(self) -> int:
@@ -251,7 +259,7 @@ class HostTable(ScrollView, can_focus=True):
     def _redraw_if_changed(self, host: str, i: int) -> None:
         drawn = self._drawn.get(host)
         if drawn is None or drawn[0] != self._cells_of(host):
-            self.refresh_line(i + 1)
+            self.refresh_line(i + self._head)
 
     def _cells_of(self, host: str) -> RowCells:
         """:func:`~widgets.host_rows.row_cells` of ``host``'s state at the table's clock, made
@@ -267,10 +275,10 @@ class HostTable(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         width = self._row_width
         base = self.rich_style
-        if y == 0:
-            head = header_text(width, self.order, len(self.rows), self.total, self.needle, self._style)
-            return self._strip(head, width, base)
-        i = round(self.scroll_y) + y - 1
+        if y < self._head:
+            lines = header_lines(width, self.order, len(self.rows), self.total, self.needle, self._style, self._head)
+            return self._strip(lines[y], width, base)
+        i = round(self.scroll_y) + y - self._head
         if not 0 <= i < len(self.rows):
             return Strip.blank(width, base)
         host = self.rows[i]
@@ -314,7 +322,8 @@ class HostTable(ScrollView, can_focus=True):
 
     def on_resize(self, event: Resize) -> None:
         self._drawn.clear()
-        self.virtual_size = Size(event.size.width, len(self.rows) + 1)
+        self._head = self._header_height()
+        self.virtual_size = Size(event.size.width, len(self.rows) + self._head)
         self._keep_cursor_in_view()
 
     # --- the cursor ----------------------------------------------------------------------------
@@ -325,9 +334,9 @@ class HostTable(ScrollView, can_focus=True):
             return
         row = max(0, min(row, len(self.rows) - 1))
         if row != self.cursor:
-            self.refresh_line(self.cursor + 1)
+            self.refresh_line(self.cursor + self._head)
             self.cursor = row
-            self.refresh_line(row + 1)
+            self.refresh_line(row + self._head)
         self._cursor_host = self.rows[row]
         self._keep_cursor_in_view()
 
@@ -366,9 +375,9 @@ class HostTable(ScrollView, can_focus=True):
 
     def on_click(self, event: Click) -> None:
         offset = event.get_content_offset(self)
-        if offset is None or offset.y == 0:
+        if offset is None or offset.y < self._head:
             return
-        i = round(self.scroll_y) + offset.y - 1
+        i = round(self.scroll_y) + offset.y - self._head
         if 0 <= i < len(self.rows):
             event.stop()
             self.focus()
