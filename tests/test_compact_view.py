@@ -22,6 +22,7 @@ from tui.screens import OverviewScreen
 from widgets.host_card import HostCard
 from widgets.host_rows import SEVERITY, condition, header_text, matches, row_cells, row_text, sort_key
 from widgets.host_table import HostTable
+from waiting import until
 
 T0 = 1_764_000_000.0
 #: Markup, escapes (OSC title, CSI clear, 8-bit CSI), a bidi override and a bell, in one name.
@@ -538,3 +539,43 @@ async def test_at_80_columns_every_column_has_its_heading_and_the_rows_stay_unde
         await pilot.click(HostTable, offset=(3, 2 + 2))
         await pilot.pause()
         assert isinstance(app.screen, DetailScreen) and app.screen.watcher.name == third
+
+
+async def test_the_first_switch_to_cards_mounts_a_screenful_first_and_the_rest_after_the_first_picture():
+    # `--demo --fleet 128` at 160x48, v: the body stayed blank ~3 s, 128 cards composed, mounted
+    # and each restyled at mount (its state's classes set after it was born) before the first
+    # picture; 20 of them fit the screen.
+    app = fleet_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _settle(app, pilot)
+        screen = app.screen
+        grid = screen.grid
+        top = screen.table.cursor_host  # the row under the cursor: its card gets the focus
+        assert app.focused is screen.table and top is not None
+        restyled: list[HostCard] = []
+        real = HostCard.set_classes
+
+        def spy(card, classes):
+            restyled.append(card)
+            return real(card, classes)
+
+        HostCard.set_classes = spy  # type: ignore[method-assign]
+        try:
+            screen.set_view("cards")
+            assert len(grid.cards) == 128 and len(grid.children) == 20 and grid.mounting == 108
+            await pilot.pause()
+            await until("the other cards", lambda: len(grid.children) == 128 and not grid.mounting, pilot=pilot)
+        finally:
+            HostCard.set_classes = real  # type: ignore[method-assign]
+        assert restyled == []  # born with its state's classes
+        assert [c.state.host for c in grid.query_children(HostCard)] == [f"gpu-{i:03d}" for i in range(128)]
+        card = grid.card("gpu-001")
+        assert card is not None and card.has_class("-failed") and card.on_screen
+        assert "gpu-001" in _screen_text(app) and app.focused is grid.card(top)
+        # A card mounted later catches up with the states it was given meanwhile.
+        last = grid.card("gpu-127")
+        assert last is not None and not last.on_screen and last.state is table_state(screen, "gpu-127")
+
+
+def table_state(screen: OverviewScreen, host: str) -> HostState | None:
+    return screen.table.state(host)

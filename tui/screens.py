@@ -229,8 +229,13 @@ class OverviewScreen(Screen[None]):
         card_host = focused.state.host if isinstance(focused, HostCard) else None
         host = card_host or (table.cursor_host if self.focused is table else None)
         if not self._compact and self._grid_behind:
-            for state in self._states.values():
-                grid.update_host(state)
+            # The cards of two screens (and of the host to focus, with those before it) at once,
+            # the rest after the first picture (widgets.overview.CardGrid.catch_up).
+            size = self.app.size
+            first = 2 * cards_on_screen(len(self._states), size.width, size.height - 2)
+            if host is not None and host in self._states:
+                first = max(first, list(self._states).index(host) + 1 + first // 2)
+            grid.catch_up(self._states.values(), first)
             self._grid_behind = False
         now = self.app.now  # type: ignore[attr-defined]
         grid.display = not self._compact

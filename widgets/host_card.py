@@ -62,6 +62,17 @@ _LEVEL_CLASSES = ("-ok", "-info", "-warning", "-error")
 _STATE_DECIDES = {*STATE_CLASSES.values(), "-warning", "-stale"}
 
 
+def _state_classes(s: HostState, classes: set[str]) -> set[str]:
+    """``classes`` with those the state decides (:data:`_STATE_DECIDES`) as ``s`` says; the others
+    (``-compact``, set by the card's owner) kept."""
+    want = {STATE_CLASSES.get(s.state, "-waiting")} | (classes - _STATE_DECIDES)
+    if (s.verdict is not None and s.verdict.level == "warning") or (s.restart_loop and s.state != "failed"):
+        want.add("-warning")
+    if s.stale_since is not None:
+        want.add("-stale")
+    return want
+
+
 class _Line(Widget):
     """A line of the card, its text made from the card's state on each :meth:`redraw` (the card
     redraws a line when what it shows changed, and every line after a theme change, so the new
@@ -196,7 +207,9 @@ class HostCard(Widget, can_focus=True):
 
     def __init__(self, state: HostState, now: float = 0.0, *, name: str | None = None,
                  id: str | None = None, classes: str | None = None) -> None:
-        super().__init__(name=name, id=id, classes=classes)
+        # Born with the classes its state decides: the first _apply (at mount) then has none to
+        # set, and a set_classes there restyled every new card's subtree (128 cards: 1.8 s).
+        super().__init__(name=name, id=id, classes=" ".join(_state_classes(state, set((classes or "").split()))))
         self._shown: HostState | None = None  # the state the lines and classes show (None: redraw all)
         self._now_shown: float | None = None  # the ``now`` the ticking durations were drawn at
         self._subtitle_words: str | None = None  # the border's subtitle now
@@ -270,14 +283,7 @@ class HostCard(Widget, can_focus=True):
             if old is None or words != self._subtitle_words:  # setting it repaints the card, even to the same
                 self._subtitle_words = words
                 self.border_subtitle = Content(words) if words is not None else None
-        warning = (s.verdict is not None and s.verdict.level == "warning") or (
-            s.restart_loop and s.state != "failed")
-        # The classes the state decides; others (``-compact``, set by the owner) are kept.
-        want = {STATE_CLASSES.get(s.state, "-waiting")} | (set(self.classes) - _STATE_DECIDES)
-        if warning:
-            want.add("-warning")
-        if s.stale_since is not None:
-            want.add("-stale")
+        want = _state_classes(s, set(self.classes))
         if want != set(self.classes):
             # One restyle for the whole change, not one per class.
             self.set_classes(want)

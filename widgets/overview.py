@@ -3,10 +3,12 @@ at least 60 cells wide), and scrolls when the cards need more rows than the scre
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import ClassVar
 
 from textual.binding import Binding
 from textual.containers import ScrollableContainer
+from textual.widget import AwaitMount
 from textual.layout import Layout
 from textual.layouts.grid import GridLayout
 
@@ -15,6 +17,8 @@ from widgets.host_card import HostCard
 
 __all__ = ["CardGrid", "CARD_ROWS", "grid_columns", "cards_on_screen"]
 
+#: Cards :meth:`CardGrid.catch_up` mounts at a time, after its first ones (one refresh between).
+MOUNT_BATCH = 32
 #: Rows a card takes at its smallest: a one-line verdict, its border included (widgets/host_card.py).
 CARD_ROWS = 9
 
@@ -78,6 +82,7 @@ class CardGrid(ScrollableContainer, can_focus=False):
         super().__init__(name=name, id=id, classes=classes)
         self.min_card_width = min_card_width
         self._cards: dict[str, HostCard] = {}
+        self._pending: list[HostCard] = []  # made, mounted after the next refresh (:meth:`catch_up`)
         self._now = 0.0
 
     @property
@@ -110,11 +115,64 @@ class CardGrid(ScrollableContainer, can_focus=False):
         if card is None:
             card = HostCard(state, self._now)
             self._cards[state.host] = card
-            self.mount(card)
-            self.refresh(layout=True)  # the columns may change with the number of cards
+            if self._pending:  # after the cards still to be mounted: the order is the arrival's
+                card.set_on_screen(False)
+                self._pending.append(card)
+            else:
+                self.mount(card)
+                self.refresh(layout=True)  # the columns may change with the number of cards
         else:
             card.state = state
         return card
+
+    def catch_up(self, states: Iterable[HostState], mount_now: int) -> None:
+        """Show each of ``states`` on its host's card, making the cards missing (the grid was
+        hidden: 128 hosts in rows have none). Of the cards made, those among the first
+        ``mount_now`` of ``states`` are mounted at once, in one batch; the others after the next
+        refresh, so the first picture waits for a screenful of cards, not for all (128 composed
+        at once: the body stayed blank ~3 s). A card not mounted yet keeps the states it is given."""
+        now_cards: list[HostCard] = []
+        for i, state in enumerate(states):
+            card = self._cards.get(state.host)
+            if card is not None:
+                card.state = state
+                continue
+            card = HostCard(state, self._now)
+            self._cards[state.host] = card
+            if i < mount_now and not self._pending:
+                now_cards.append(card)
+            else:
+                card.set_on_screen(False)  # until it is laid out (check_on_screen)
+                self._pending.append(card)
+        if now_cards:
+            mounted = self.mount_all(now_cards)  # in the DOM now (the screen may focus one), composed later
+            self.refresh(layout=True)
+            if self._pending:
+                self.call_later(self._mount_pending_after, mounted)
+        elif self._pending:
+            self.call_after_refresh(self._mount_pending)
+
+    async def _mount_pending_after(self, mounted: AwaitMount) -> None:
+        """Once the first cards are composed, the others after the picture that shows them."""
+        await mounted
+        self.call_after_refresh(self._mount_pending)
+
+    def _mount_pending(self) -> None:
+        """Mount :data:`MOUNT_BATCH` of the cards still to be mounted, the next batch after the
+        next refresh: the screen answers keys in between."""
+        batch, self._pending = self._pending[:MOUNT_BATCH], self._pending[MOUNT_BATCH:]
+        if not self.is_attached:
+            return
+        if batch:
+            self.mount_all(batch)
+            self.refresh(layout=True)
+        if self._pending:
+            self.call_after_refresh(self._mount_pending)
+
+    @property
+    def mounting(self) -> int:
+        """Cards made but not mounted yet (:meth:`catch_up`)."""
+        return len(self._pending)
 
     def check_on_screen(self) -> None:
         """Mark each card on screen when any part of it is in the grid's view, else off
