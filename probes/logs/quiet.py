@@ -269,12 +269,16 @@ class QuietLines:
                 return False  # a grep -n number, perhaps: parse() decides
             if self._note_number(text):
                 return False  # this line shows the log is grep -n output
+        self._keep_quiet(lineno, text, stamp, ident)
+        return True
+
+    def _keep_quiet(self, lineno: int, text: str, stamp: Stamp | None, ident: str | None) -> None:
+        """Keep one quiet line for :meth:`_settle` (settled at once past :data:`MAX_QUIET`)."""
         quiet = self._quiet
         quiet.lines.append((lineno, text, stamp, ident))
         quiet.count += 1
         if quiet.count >= MAX_QUIET:
             self._settle()
-        return True
 
     def _service_quiet(self, lineno: int, text: str, stamp: Stamp | None, ident: str | None) -> bool:
         """The quiet look for a line of a log of services (:mod:`probes.logs.services`): a line
@@ -308,11 +312,7 @@ class QuietLines:
         services.last = name
         sub.lines = lineno
         sub._numbered = self._numbered
-        quiet = sub._quiet
-        quiet.lines.append((lineno, text, stamp, ident))
-        quiet.count += 1
-        if quiet.count >= MAX_QUIET:
-            sub._settle()
+        sub._keep_quiet(lineno, text, stamp, ident)
         return True
 
     def _steady_matcher(self) -> Matcher | None:
