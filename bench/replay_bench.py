@@ -83,10 +83,6 @@ def _fixture_lines(name: str) -> list[bytes]:
     return parts
 
 
-#: A docker compose prefix at the start of a line (what probes.logs.logline reads as a service's).
-_COMPOSE_PREFIX = re.compile(rb"[A-Za-z0-9][\w.-]*\s+\| ")
-
-
 def serving_lines(files: list[str], engine: str | None = None) -> list[bytes]:
     """The lines of ``files`` that the reader itself reads as a serving server's: read while the
     reading of the file so far says ``ready`` (state and phase, the same start, before and after
@@ -102,7 +98,7 @@ def serving_lines(files: list[str], engine: str | None = None) -> list[bytes]:
     import dataclasses
 
     from probes.data.reading import Reading
-    from probes.logs.logline import frames, parse
+    from probes.logs.logline import COMPOSE_RE, frames, parse
     from probes.logs.reader import StartupReader
     from probes.sources.logfile import read_path
 
@@ -112,6 +108,7 @@ def serving_lines(files: list[str], engine: str | None = None) -> list[bytes]:
                 dataclasses.replace(m, duration_s=None) for m in r.phases))
         return bare(a) == bare(b)
 
+    compose = re.compile(COMPOSE_RE.pattern.encode())  # the service prefix parse() reads, on bytes
     out: list[bytes] = []
     for name in files:
         reader = StartupReader()
@@ -124,7 +121,7 @@ def serving_lines(files: list[str], engine: str | None = None) -> list[bytes]:
             pieces = frames(raw.decode("utf-8", "replace"))
             ln = parse(1, pieces[0]) if len(pieces) == 1 else None
             if before.state == before.phase == "ready" and same(before, after) and ln is not None and ln.prefixed:
-                if ln.service is not None and ln.service_depth == 1 and (m := _COMPOSE_PREFIX.match(raw)):
+                if ln.service is not None and ln.service_depth == 1 and (m := compose.match(raw)):
                     raw = raw[m.end():]
                 out.append(raw)
             before = after

@@ -11,6 +11,7 @@ the line before a traceback, ``grep -n`` numbers.
 from __future__ import annotations
 
 from pathlib import Path
+import random
 from typing import Any
 
 import pytest
@@ -326,14 +327,27 @@ def test_coloured_journal_texts_are_quiet_and_read_the_same() -> None:
     assert len(quiet._quiet.lines) == 3
 
 
+def _every_fixture_line() -> list[str]:
+    return [line for p in LOGS for line in p.read_text(encoding="utf-8", errors="replace").splitlines()]
+
+
+def _mutate(rng: random.Random, splices: list[str], line: str) -> str:
+    """``line`` as it is, or with its case flipped (1 in 10), or a splice put in at random (2 in 10)."""
+    roll = rng.random()
+    if roll < 0.1:
+        return line.swapcase()
+    if roll < 0.3:
+        k = rng.randrange(len(line) + 1)
+        return line[:k] + rng.choice(splices) + line[k:]
+    return line
+
+
 def test_seeded_mixes_of_real_lines_read_the_same() -> None:
     # Serving lines with every fixture's lines dropped in at random, some with their case flipped,
     # a cue or a key word spliced in, or the colours of the journal: the quiet path's bookkeeping
     # and its tests must hold on orders no fixture has.
-    import random
-
     rng = random.Random(17)
-    pool = [line for p in LOGS for line in p.read_text(encoding="utf-8", errors="replace").splitlines()]
+    pool = _every_fixture_line()
     serving = ['[2025-03-08 12:30:01] INFO:     10.0.0.12:24382 - "GET /health HTTP/1.1" 200 OK',
                "[2025-03-08 12:30:02 TP0] Decode batch. #running-req: 1, #token: 48, token usage: 0.00",
                '(APIServer pid=7) INFO:     10.0.0.3:43420 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
@@ -342,13 +356,7 @@ def test_seeded_mixes_of_real_lines_read_the_same() -> None:
                "\x1b[31m", "12:", "{", "kernel: ", "x.service: "]
 
     def mutate(line: str) -> str:
-        roll = rng.random()
-        if roll < 0.1:
-            return line.swapcase()
-        if roll < 0.3:
-            k = rng.randrange(len(line) + 1)
-            return line[:k] + rng.choice(splices) + line[k:]
-        return line
+        return _mutate(rng, splices, line)
 
     for other in (0.01, 0.03, 0.03, 0.1, 0.3):  # how often a line is any fixture's, not a serving one
         lines = [mutate(rng.choice(pool) if rng.random() < other else rng.choice(serving)) for _ in range(400)]
@@ -364,10 +372,8 @@ def test_seeded_mixes_of_real_lines_read_the_same() -> None:
 def test_seeded_mixes_of_compose_services_read_the_same() -> None:
     # The same for a log of services: serving lines of one service, other services' lines and any
     # fixture's lines behind a prefix (or none, or two), mutated as above.
-    import random
-
     rng = random.Random(23)
-    pool = [line for p in LOGS for line in p.read_text(encoding="utf-8", errors="replace").splitlines()]
+    pool = _every_fixture_line()
     serving = [line for line in COMPOSE_START if line.startswith("voxtral-1  | ") and (
         "Generation already" in line or "connection open" in line or "WebSocket" in line or "Avg prompt" in line)]
     prefixes = ["voxtral-1  | "] * 6 + ["asr-1  | ", "", "voxtral-1  | voxtral-1  | ", "Voxtral-1  | ", "db-1\t| "]
@@ -375,13 +381,7 @@ def test_seeded_mixes_of_compose_services_read_the_same() -> None:
                "12:", "{", "kernel: ", "Kernel", "already in use"]
 
     def mutate(line: str) -> str:
-        roll = rng.random()
-        if roll < 0.1:
-            return line.swapcase()
-        if roll < 0.3:
-            k = rng.randrange(len(line) + 1)
-            return line[:k] + rng.choice(splices) + line[k:]
-        return line
+        return _mutate(rng, splices, line)
 
     for other in (0.01, 0.05, 0.2):
         lines = [mutate(rng.choice(prefixes) + rng.choice(pool)) if rng.random() < other else mutate(rng.choice(serving))

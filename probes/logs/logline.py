@@ -62,7 +62,9 @@ def date_shaped_bytes(b: bytes) -> bool:
 
 _KUBECTL_RE = re.compile(r"\[pod/([^\]\s]+)\] ")
 _GUTTER_RE = re.compile(r"\s+\| ")
-_COMPOSE_RE = re.compile(r"([A-Za-z0-9][\w.-]*)\s+\| ")
+#: A docker compose prefix (``name  | ``): group 1 is the service (the quiet path and the benchmarks
+#: read it too).
+COMPOSE_RE = re.compile(r"([A-Za-z0-9][\w.-]*)\s+\| ")
 # Python logging's default format, as a wrapper script prints the engine's output through it:
 # "INFO:tgi-server:        + ..." (level, logger name, message); uvicorn's "INFO:     " is not it.
 _PYWRAP_RE = re.compile(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.-]+: *")
@@ -305,7 +307,7 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
                 s = s[m.end():]
                 c = s[:1]
         if c.isalpha() and " | " in s[:64]:
-            m = _COMPOSE_RE.match(s)
+            m = COMPOSE_RE.match(s)
             if m:
                 service = m.group(1)  # the innermost service prefix names the service
                 depth += 1

@@ -15,7 +15,6 @@ with a full date).
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left
 from itertools import islice
 from typing import Any
@@ -25,7 +24,7 @@ from probes.logs.context import LineContext
 from probes.logs.engines.base import SCAN_CHARS, Matcher, words_of
 from probes.logs.lifecycle import StartHistory
 from probes.hosttext import strip_escapes
-from probes.logs.logline import MAX_LINE_CHARS, Line, Stamp, date_shaped, date_shaped_bytes
+from probes.logs.logline import COMPOSE_RE, MAX_LINE_CHARS, Line, Stamp, date_shaped, date_shaped_bytes
 from probes.logs.services import Services
 from probes.logs.settle import Quiet, QuietRun
 from probes.logs.starts import Life
@@ -47,9 +46,6 @@ _SLASH_CUES = ("/s]", "/s,", "s/it", "it/s", "B/s", "://", "[pod/")
 _DOT_CUES = ("...", ".service")
 #: Quiet lines kept before they are settled anyway (bounds the memory they hold).
 MAX_QUIET = 4096
-#: A docker compose prefix at the start of a line, as :func:`~probes.logs.logline.parse` reads one
-#: (its ``_COMPOSE_RE``, looked for when " | " is in the first 64 characters).
-_COMPOSE_HEAD_RE = re.compile(r"([a-z][\w.-]*)\s+\| ")
 #: Lines :meth:`QuietLines.feed_lines` scans at once: at first, and at most.
 _FIRST_WINDOW, _LAST_WINDOW = 64, 4096
 
@@ -291,7 +287,7 @@ class QuietLines:
         if services is None or services.depth != 1 or self._json or not text[:1].islower() \
                 or " | " not in text[:64] or len(text) > MAX_LINE_CHARS:
             return False
-        m = _COMPOSE_HEAD_RE.match(text)
+        m = COMPOSE_RE.match(text)  # as parse() reads it (the name begins lower-case: above)
         if m is None:
             return False
         name = m.group(1)

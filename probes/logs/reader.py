@@ -185,10 +185,11 @@ class StartupReader(QuietLines, ApplyLines):
                 new start.
         """
         if self._services is not None and not systemd and text and (ident is None or ident not in _HOST_IDENTS) \
-                and text.isprintable() and (not invocation or invocation == self._history.current.invocation) \
-                and self._service_quiet(self.lines + 1 if lineno is None else lineno, text, stamp, ident):
-            self.lines = self.lines + 1 if lineno is None else lineno
-            return
+                and text.isprintable() and (not invocation or invocation == self._history.current.invocation):
+            n = self.lines + 1 if lineno is None else lineno
+            if self._service_quiet(n, text, stamp, ident):
+                self.lines = n
+                return
         if self._skip:
             self._skip -= 1
         elif not systemd and text and (ident is None or ident not in _HOST_IDENTS) \
