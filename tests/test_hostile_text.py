@@ -141,12 +141,16 @@ def test_hostile_host_text_reaches_the_terminal_as_plain_characters_only(
         sys.executable, "-m", "tui", "--config", str(tmp_path / "hosts.toml")))
     tmux = Tmux(tmp_path / "tmux.sock")
     pane_bytes = tmp_path / "pane.bytes"
+    recorded = tmp_path / "pane.done"
     # The app waits for a line on its terminal, so that recording starts before its first byte.
     tmux("-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", "200", "-y", "50", "-c", str(ROOT),
          f"read go; exec {app}")
     try:
         tmux("set-option", "-g", "set-clipboard", "on")  # an OSC 52 that gets through makes a buffer
-        tmux("pipe-pane", "-O", "-t", "t", f"cat > {shlex.quote(str(pane_bytes))}")
+        # (The recorder says when it has written its last byte: it outlives the tmux server by the
+        # bytes still in its pipe, which a read right after kill-server missed now and then.)
+        tmux("pipe-pane", "-O", "-t", "t",
+             f"cat > {shlex.quote(str(pane_bytes))}; touch {shlex.quote(str(recorded))}")
         tmux.keys("go", "Enter")
 
         tmux.wait_for("LOGMARK " + SHOWN, "ERRMARK " + SHOWN)           # log line, error message
@@ -175,6 +179,7 @@ def test_hostile_host_text_reaches_the_terminal_as_plain_characters_only(
     assert "PWNED" not in buffers
     assert set(re.findall(r"\x1b[^\[]", cells)) == set(), "capture-pane holds an escape other than CSI"
     assert all(m.endswith("m") for m in re.findall(r"\x1b\[[0-?]*[ -/]*[@-~]", cells))  # colours only
+    until_sync("the pane's recorder wrote its last byte", recorded.exists)
     raw = pane_bytes.read_bytes()
     assert len(raw) > 10_000, "nothing recorded from the app's terminal"
     text = raw.decode("utf-8", "replace")
