@@ -87,6 +87,11 @@ class Tmux:
             raise AssertionError(f"{exc}; tmux paste buffers: {self('list-buffers')!r}; the screen was:\n"
                                  f"{seen[0]}") from None
 
+    def alive(self) -> bool:
+        """Whether the session still runs (it ends with the app: the pane ``exec``s it)."""
+        return subprocess.run(["tmux", "-S", str(self.sock), "has-session", "-t", "t"], capture_output=True,
+                              check=False, timeout=10).returncode == 0
+
     def keys(self, *keys: str) -> None:
         for key in keys:
             self("send-keys", "-t", "t", key)
@@ -171,6 +176,10 @@ def test_hostile_host_text_reaches_the_terminal_as_plain_characters_only(
         tmux.wait_for("PROCMARK" + SHOWN)                                # the GPU-release wait screen
         cells = tmux("capture-pane", "-e", "-p", "-t", "t")
         buffers = tmux("list-buffers")
+        # The app quits by itself, so that its last write is whole: a kill-server while it was drawing
+        # cut a colour escape in two at the recording's end (a clean-clone CI run: '\x1b[38;5;214;48;5').
+        tmux.keys("C-c")
+        until_sync("the app quit and its pane closed", lambda: not tmux.alive())
     finally:
         subprocess.run(["tmux", "-S", str(tmp_path / "tmux.sock"), "kill-server"], capture_output=True, timeout=10,
                        check=False)
