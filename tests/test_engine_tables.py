@@ -356,6 +356,22 @@ def test_a_full_disk_is_its_own_cause_with_the_places_to_look(line) -> None:
     assert "HF_HOME" in r.hint and "/tmp" in r.hint and "/dev/shm" in r.hint
 
 
+@pytest.mark.parametrize("line, state, cause", [
+    # pip's warning while a unit's ExecStartPre installs a wheel: its cache could not be written,
+    # the install goes on. Logged at WARNING, it is a suspect to show, not a failed start.
+    ("WARNING: Error writing to cache: [Errno 122] Disk quota exceeded: '/home/op/.cache/pip/http'",
+     "loading", None),
+    ("WARNING:  Disk quota exceeded for /scratch, falling back to /tmp", "loading", None),  # uvicorn-padded
+    # pip's error is its last word: the install (and the unit's start) failed.
+    ("ERROR: Could not install packages due to an OSError: [Errno 28] No space left on device",
+     "failed", "disk_full"),
+])
+def test_a_level_printed_alone_before_the_message_is_the_lines_level(line, state, cause) -> None:
+    r = _read(VLLM_READY[:2] + [line])
+    assert (r.state, r.cause) == (state, cause), line
+    assert [s.line for s in r.suspects] == [3]  # the line is shown either way
+
+
 def test_the_cpp_exception_text_beats_terminate_called() -> None:
     r = _read(VLLM_READY[:2] + ["terminate called after throwing an instance of 'c10::Error'",
                                 "  what():  CUDA error: an illegal memory access was encountered"])

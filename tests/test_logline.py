@@ -85,6 +85,26 @@ def test_prefixes(raw, msg, stamp, rank, ident) -> None:
     assert line.ident == ident
 
 
+@pytest.mark.parametrize("raw, level, msg", [
+    ("INFO:     Started server process [23347]", "INFO", "Started server process [23347]"),  # uvicorn
+    ("WARNING:  Invalid HTTP request received.", "WARNING", "Invalid HTTP request received."),
+    ("ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use",
+     "ERROR", "[Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use"),
+    ("WARNING: Running pip as the 'root' user", "WARNING", "Running pip as the 'root' user"),  # pip
+    ("INFO:tgi-server:        + Starting Docker client", "INFO", "+ Starting Docker client"),  # logging's default
+    ("vllm-1  | INFO:     Application startup complete.", "INFO", "Application startup complete."),
+])
+def test_a_level_alone_before_the_message_is_its_level(raw, level, msg) -> None:
+    line = parse(1, raw)
+    assert (line.level, line.msg, line.prefixed) == (level, msg, True)
+
+
+def test_a_word_and_a_colon_that_are_no_level_stay_in_the_message() -> None:
+    for raw in ("INFO:", "ERROR:x", "Error: boom", "WARNINGS: 3"):
+        line = parse(1, raw)
+        assert (line.level, line.msg) == (None, raw), raw
+
+
 def test_unprefixed_continuation_lines_are_not_new_messages() -> None:
     assert parse(1, "[2025-03-08 12:29:11 TP3] Scheduler hit an exception:").prefixed
     assert not parse(2, '  File "/x/scheduler.py", line 3, in run').prefixed

@@ -65,9 +65,11 @@ _GUTTER_RE = re.compile(r"\s+\| ")
 #: A docker compose prefix (``name  | ``): group 1 is the service (the quiet path and the benchmarks
 #: read it too).
 COMPOSE_RE = re.compile(r"([A-Za-z0-9][\w.-]*)\s+\| ")
-# Python logging's default format, as a wrapper script prints the engine's output through it:
-# "INFO:tgi-server:        + ..." (level, logger name, message); uvicorn's "INFO:     " is not it.
-_PYWRAP_RE = re.compile(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.-]+: *")
+# A level alone before the message: Python logging's default format, as a wrapper script prints the
+# engine's output through it ("INFO:tgi-server:        + ...": level, logger name, message), and
+# the level with padding and no name, as uvicorn ("INFO:     Started server process [7]", its
+# default formatter pads the level to 8 characters) and pip ("WARNING: ...", "ERROR: ...") print it.
+_PYWRAP_RE = re.compile(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL):(?:[\w.-]+: *| +)")
 _PYWRAP_LEVELS = ("DEBUG:", "INFO:", "WARNING:", "ERROR:", "CRITICAL:")
 # `> ` as people quote a pasted log in an issue or a Markdown file (nested quotes too).
 _QUOTE_RE = re.compile(r"(?:> ?)+")
