@@ -66,7 +66,7 @@ def _summary(reading) -> tuple:
 
 SGLANG = ("sglang", "ready", "ready", ("starting", "weights", "init", "graph_capture", "warmup", "ready"),
           None, 1, False, None)
-VLLM_LOOP = ("vllm", "failed", "init", ("weights", "init"), "cuda_oom", 3, True, 32)
+VLLM_LOOP = ("vllm", "failed", "init", ("starting", "weights", "init"), "cuda_oom", 3, True, 32)  # Starting: systemd's "Started"
 
 
 @pytest.mark.parametrize("name, expected", [
@@ -81,7 +81,8 @@ def test_journal_json_readings(name, expected) -> None:
 
 def test_journal_json_times_are_the_journals_own() -> None:
     reading = read_path(str(JOURNAL / "sglang-startup.jsonl"))
-    assert [m.time for m in reading.phases][:2] == ["2025-03-08T12:29:04Z", "2025-03-08T12:29:13Z"]
+    # systemd's "Started" record (Starting), then the weights; each at its record's __REALTIME_TIMESTAMP.
+    assert [m.time for m in reading.phases][:2] == ["2025-03-08T12:28:58Z", "2025-03-08T12:29:13Z"]
     assert reading.progress is not None and (reading.progress.done, reading.progress.total) == (13, 13)
 
 

@@ -92,8 +92,10 @@ def test_a_start_systemd_saw_end_has_its_last_phase_end_there() -> None:
 
     fixtures = Path(__file__).parent / "fixtures"
     journal = read_path(str(fixtures / "journal" / "vllm-restart-loop.all.jsonl"))
-    # Init from 03:23:35 (line 30) to "Main process exited" at 03:23:48; the log ends at 03:23:53.
-    assert [(p.phase, p.line, p.duration_s) for p in journal.phases] == [("weights", 28, 0.0), ("init", 30, 13.0)]
+    # Starting from systemd's "Started" (line 27, 03:22:56) to the first weights line (03:23:35);
+    # init from 03:23:35 (line 30) to "Main process exited" at 03:23:48; the log ends at 03:23:53.
+    assert [(p.phase, p.line, p.duration_s) for p in journal.phases] == [
+        ("starting", 27, 39.0), ("weights", 28, 0.0), ("init", 30, 13.0)]
     text = read_path(str(fixtures / "logs-extra" / "ollama-restart-loop-port-14.log"))
     # The last start: its one line and "Failed with result" in the same second, then the restart
     # counter's line 3 s later: 0 s, not 3.
@@ -104,3 +106,27 @@ def test_a_start_systemd_saw_end_has_its_last_phase_end_there() -> None:
         reader.feed_bytes(raw)
     # With no end from systemd, the phase runs to the last timestamped line.
     assert [p.duration_s for p in reader.reading().phases] == [3.0]
+
+
+def test_a_start_systemd_began_is_starting_from_its_started_line() -> None:
+    # The process's imports (10-30 s for vLLM) come before its first line: Starting begins at
+    # systemd's "Started", not at the banner after them, and "ready after" counts them.
+    lines = ["2026-11-29T16:27:20+0000 gpu-node-1 systemd[1]: Started vllm.service - vLLM server.",
+             "2026-11-29T16:27:41+0000 gpu-node-1 python3[7]: INFO 11-29 16:27:41 api_server.py:151] "
+             "vLLM API server version 0.6.3",
+             "2026-11-29T16:27:50+0000 gpu-node-1 python3[7]: INFO 11-29 16:27:50 model_runner.py:1025] "
+             "Loading model weights took 14.99 GB"]
+    reader = StartupReader()
+    for raw in lines:
+        reader.feed(raw)
+    got = [(p.phase, p.line, p.duration_s) for p in reader.reading().phases]
+    assert got == [("starting", 1, 30.0), ("weights", 3, 0.0)]
+    # Without systemd's line the start begins at its banner; an excerpt that begins later has no
+    # Starting at all (how long the start took is not in it).
+    reader = StartupReader()
+    for raw in lines[1:]:
+        reader.feed(raw)
+    assert [(p.phase, p.line) for p in reader.reading().phases] == [("starting", 1), ("weights", 2)]
+    reader = StartupReader()
+    reader.feed(lines[2])
+    assert [p.phase for p in reader.reading().phases] == ["weights"]

@@ -157,6 +157,8 @@ def reading_state(reading: Reading, *, name: str, unit: str | None, times: LogTi
         phase_began=next((sp.began for sp in spans if sp.phase == reading.phase), None),
         restart_counter=reading.restart_counter, restart_loop=reading.restart_loop, starts=reading.starts,
         error=reading.error, suspect=reading.suspect, cause=reading.cause, hint=reading.hint,
+        failed_at=(log_epoch(reading.error.time, times)
+                   if reading.error is not None and reading.error.time is not None else None),
         last_line=reading.last_line, log_count=reading.lines, failed_starts=reading.failed_starts,
         gave_up=reading.gave_up, model=reading.model, args_hash=reading.args_hash, port=reading.port,
         knowledge=(Knowledge("unit", "never"), Knowledge("journal", "read", last),

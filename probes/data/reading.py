@@ -47,12 +47,14 @@ class Progress:
 
 @dataclass(frozen=True, slots=True)
 class ErrorLine:
-    """The decisive failure line of a start: its line number, text, cause id and hint."""
+    """The decisive failure line of a start: its line number, text, cause id and hint, and the
+    time its prefix gives (ISO text as :attr:`PhaseMark.time` has it; None for a line with none)."""
 
     line: int
     text: str
     cause: str
     hint: str
+    time: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -117,6 +117,9 @@ class StartHistory:
             if start.life is Life.EMPTY:
                 start.life = Life.LOADING
                 start.first = timeline.mark("starting", ln)
+                # The process began here: its imports (10-30 s for vLLM) come before its first line,
+                # and belong to Starting, which a banner after them would otherwise begin.
+                start.marks.setdefault("starting", start.first)
             return
         if kind == "exited":
             main = m.group(0)[:1] in "Mm"
@@ -217,7 +220,10 @@ class StartHistory:
             ph, done, total = min(same, key=lambda b: (b[1] / b[2]) if b[2] else 0.0)
             progress = Progress(ph, done, total)
         err = cur.error if failed and cur.error is not None else self.last_failure
-        error = None if err is None else ErrorLine(err.line, err.text, err.cause, err.hint)
+        error = None
+        if err is not None:
+            at = resolve(err.at) if err.at is not None else None
+            error = ErrorLine(err.line, err.text, err.cause, err.hint, at[0] if at is not None else None)
         suspect = None
         if not failed and cur.error is not None and cur.suspects:
             s = cur.error
