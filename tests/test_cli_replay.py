@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from conftest import EXTRA_LOGS, LOGS
 
@@ -16,13 +17,21 @@ def _upwatch(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProc
     return subprocess.run([sys.executable, "-m", "tui", *args], input=stdin, capture_output=True)
 
 
+def test_the_decisive_lines_time_is_its_own() -> None:
+    # A journal record's time (its __REALTIME_TIMESTAMP), not the time of the start or of the log's end.
+    proc = _upwatch("replay", "--json", str(Path(__file__).parent / "fixtures" / "journal" / "vllm-restart-loop.jsonl"))
+    assert proc.returncode == 0, proc.stderr
+    err = json.loads(proc.stdout)["error"]
+    assert (err["line"], err["time"]) == (32, "2024-11-05T03:23:46Z")
+
+
 def test_json_has_exactly_the_documented_keys() -> None:
     proc = _upwatch("replay", "--json", str(LOGS / "sglang-fail-graphcapture-01.log"))
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert list(out) == KEYS
     assert out["state"] == "failed" and out["cause"] == "unknown"
-    assert out["error"] == {"line": 111, "text": "KeyError: 'BLOCK_SIZE_M'"}
+    assert out["error"] == {"line": 111, "time": None, "text": "KeyError: 'BLOCK_SIZE_M'"}  # a line with no time
     assert out["progress"] == {"phase": "graph_capture", "done": 0, "total": 51}
     assert [set(p) for p in out["phases"]] == [{"phase", "line", "time", "text"}] * 3
     assert out["phases"][0] == {"phase": "weights", "line": 1, "time": None,
