@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from probes.logs.engines import ENGINES
 from probes.data.reading import Reading
+from probes.fold.verdict import fmt_span
 
 _LABELS = {"starting": "Starting", "download": "Download", "weights": "Weight load", "init": "Init",
            "graph_capture": "Graph capture", "warmup": "Warm-up", "ready": "Ready"}
@@ -15,17 +16,9 @@ _TEXT_WIDTH = 100
 
 
 def duration(seconds: float | None) -> str:
-    """``75.0`` -> ``"1m15s"``, ``3725`` -> ``"1h02m05s"``, None -> ``"-"``."""
-    if seconds is None:
-        return "-"
-    s = int(round(seconds))
-    if s < 60:
-        return f"{s}s"
-    m, s = divmod(s, 60)
-    if m < 60:
-        return f"{m}m{s:02d}s"
-    h, m = divmod(m, 60)
-    return f"{h}h{m:02d}m{s:02d}s"
+    """``75.0`` -> ``"1m15s"``, ``3725`` -> ``"1h02m"`` (the cards' and reports' :func:`fmt_span`),
+    None -> ``"-"``."""
+    return "-" if seconds is None else fmt_span(seconds)
 
 
 def _count(x: float) -> str:
