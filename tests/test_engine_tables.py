@@ -481,3 +481,95 @@ def test_ollamas_model_runner_dying_is_read_in_the_old_and_the_0_30_wording(runn
                f'error="{runner} process has terminated: signal: floating point exception (core dumped)"'])
     assert (r.engine, r.state, r.cause, r.error.line) == ("ollama", "failed", "engine_died", 1)
     assert "floating point exception" in r.hint
+
+
+@pytest.mark.parametrize("budget", ["-2.14", "-2.77", "-0.31"])
+def test_a_negative_kv_cache_budget_is_the_oom_not_the_engine_core_line_after_it(budget) -> None:
+    # vLLM logs its KV budget at INFO and raises "No available memory for the cache blocks" when it
+    # is not positive (vllm-project/vllm#23278, vllm-project/vllm-omni#469): an excerpt often ends
+    # at the ERROR "EngineCore failed to start." and the traceback's first lines.
+    r = _read(["(EngineCore_DP0 pid=563) INFO 12-23 23:34:23 [gpu_worker.py:298] Available KV cache memory: "
+               f"{budget} GiB",
+               "(EngineCore_DP0 pid=563) ERROR 12-23 23:34:23 [core.py:708] EngineCore failed to start.",
+               "(EngineCore_DP0 pid=563) ERROR 12-23 23:34:23 [core.py:708] Traceback (most recent call last):"])
+    assert (r.state, r.phase, r.cause, r.error.line) == ("failed", "init", "cuda_oom", 1)
+    assert "--gpu-memory-utilization" in r.hint
+
+
+def test_a_positive_kv_cache_budget_is_no_failure() -> None:
+    r = _read(["(EngineCore_DP0 pid=6880) INFO 10-31 15:07:49 [gpu_worker.py:298] Available KV cache memory: 1.71 GiB",
+               "(EngineCore_DP0 pid=6880) ERROR 10-31 15:07:50 [core.py:708] EngineCore failed to start."])
+    assert (r.cause, r.error.line) == ("unknown", 2)
+    r = _read(["(EngineCore_DP0 pid=6880) INFO 10-31 15:07:49 [gpu_worker.py:298] Available KV cache memory: 1.71 GiB"])
+    assert (r.state, r.phase, r.cause) == ("loading", "init", None)
+
+
+_KV_TB = ['(EngineCore_DP0 pid=1) ERROR 10-25 13:08:43 [core.py:708]   File "/x/vllm/v1/core/kv_cache_utils.py", '
+          'line 699, in check_enough_kv_cache_memory',
+          '(EngineCore_DP0 pid=1) ERROR 10-25 13:08:43 [core.py:708]     raise ValueError("No available memory for '
+          'the cache blocks. "']
+
+
+def test_a_traceback_cut_at_its_raise_line_names_what_was_raised() -> None:
+    # vllm-project/vllm#27508: the excerpt ends at the source line that raises; it is the
+    # decisive line only until the exception line itself comes.
+    r = _read(_KV_TB)
+    assert (r.state, r.phase, r.cause, r.error.line) == ("failed", "init", "cuda_oom", 2)
+    r = _read(_KV_TB + ["(EngineCore_DP0 pid=1) ERROR 10-25 13:08:43 [core.py:708] ValueError: No available memory "
+                        "for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine."])
+    assert (r.cause, r.error.line) == ("cuda_oom", 3)
+    # An f-string message (sglang's pynccl wrapper) and its exception line: the exception line decides.
+    r = _read(['  File "/a/sglang/srt/distributed/device_communicators/pynccl_wrapper.py", line 374, in NCCL_CHECK',
+               '    raise RuntimeError(f"NCCL error: {error_str}")',
+               "RuntimeError: NCCL error: remote process exited or there was a network error"], engine="sglang")
+    assert r.error.line == 3
+
+
+@pytest.mark.parametrize("line", [
+    "(APIServer pid=1) requests.exceptions.HTTPError: 403 Client Error: Forbidden for url: "
+    "https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct/resolve/main/config.json",  # rh-ai-quickstart#200
+    "requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: "
+    "https://huggingface.co/api/models/meta-llama/Meta-Llama-3-8B",  # opea-project/GenAIInfra#100 (TGI)
+    "requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: "
+    "https://huggingface.co/chansung/alpaca-lora-7b/resolve/main/adapter_config.json",  # deep-diver/LLM-As-Chatbot#8
+    "huggingface_hub.utils._errors.GatedRepoError: 401 Client Error. (Request ID: Root=1-6604c5e0-374f)",
+    "OSError: You are trying to access a gated repo.",  # transformers' hub.py (sgl-project/sglang#14644)
+])
+def test_the_hub_refusing_a_repository_is_model_not_found_in_download(line) -> None:
+    r = _read(VLLM_READY[:1] + [line])
+    assert (r.state, r.phase, r.cause, r.error.line) == ("failed", "download", "model_not_found", 2)
+    assert "HF_TOKEN" in r.hint
+
+
+def test_a_local_model_path_that_is_wrong_is_not_a_download() -> None:
+    r = _read(VLLM_READY[:2] + ["OSError: /models/x is not a local folder and is not a valid model identifier "
+                                "listed on 'https://huggingface.co/models'"])
+    assert (r.phase, r.cause) == ("init", "model_not_found")
+
+
+@pytest.mark.parametrize("line", [
+    # transformers' prompt, printed where there is no stdin (runpod-workers/worker-vllm#43)
+    "The repository for TheBloke/Nous-Capybara-34B-AWQ contains custom code which must be executed to correctly "
+    "load the model. You can inspect the repository content at https://hf.co/TheBloke/Nous-Capybara-34B-AWQ.",
+    # its ValueError (OpenGVLab/InternVL#1244, vllm-project/tpu-inference#2927)
+    "ValueError: The repository `/data1/user/InternVL3-1B` contains custom code which must be executed to "
+    "correctly load the model. You can inspect the repository content at https://hf.co//data1/user/InternVL3-1B.",
+    "ValueError: The repository moonshotai/Kimi-K2.6 contains custom code which must be executed to correctly "
+    "load the model. Please pass `trust_remote_code=True`.",
+    # the older wording (lmstudio-ai/mlx-engine#172)
+    "ValueError: Loading /m/Kimi-VL-A3B-Thinking-8bit requires you to execute the configuration file in that repo "
+    "on your local machine. Make sure you have read the code there to avoid malicious use, then set the option "
+    "`trust_remote_code=True` to remove this error.",
+])
+def test_a_model_that_needs_trust_remote_code_is_a_config_fix(line) -> None:
+    r = _read(VLLM_READY[:1] + [line, "EOFError: EOF when reading a line"])
+    assert (r.state, r.cause, r.error.line) == ("failed", "bad_config", 2)
+    assert "--trust-remote-code" in r.hint
+
+
+def test_a_wrapper_that_logs_the_vllm_config_names_the_engine() -> None:
+    # runpod-workers/worker-vllm#43: the only line that names the engine is the worker's own.
+    r = _read(["2024-02-08T08:40:56.016480879Z engine.py           :43   2024-02-08 08:40:56,015 vLLM config: "
+               "{'model': 'TheBloke/Nous-Capybara-34B-AWQ', 'trust_remote_code': True}",
+               "2024-02-08T08:40:56.162202300Z EOFError: EOF when reading a line"])
+    assert r.engine == "vllm"

@@ -111,6 +111,14 @@ class ApplyLines:
             if hits.benign:
                 cx.benign = BENIGN_LINES
         if cx.benign or code or frame or (trace is not None and trace.benign):
+            if code and hits is not None and hits.fail is not None and not cx.benign and (
+                    trace is not None and not trace.benign):
+                # The source line raises an exception whose message names the cause: what the
+                # exception line will say (or would have, past an excerpt's end). Logged as low
+                # as it is, so that any line logged as an error (the exception line) beats it.
+                rule = hits.fail
+                fail(start, rule.cause or "unknown", rule.strength, ln, rule.hint, self._cl.engine, timeline,
+                     terminal=trace.high and not trace.thread, low=True, trace=trace)
             return
         if trace is not None or (hits is not None and hits.fail is not None) or "Error" in msg or "Exception" in msg:
             judge(start, ln, hits, top, low, high, trace, self._cl.engine, timeline)

@@ -18,6 +18,12 @@ from probes.logs.logline import Line
 from probes.logs.starts import Start
 
 _STARTING = PHASE_INDEX["starting"]
+#: The source line under a traceback's last frame that raises an exception with its message
+#: written out (``raise ValueError("No available memory for the cache blocks. "``): an excerpt cut
+#: before the exception line still shows what was raised.
+RAISE_RE = re.compile(r"\s*raise [A-Za-z_][\w.]*\(\s*[rbf]?[\"']")
+#: A raised message counts only for a named root cause (the strength of one).
+_RAISED_STRENGTH = 4
 #: Prefix styles that hint at an engine: (engine, strong).
 _FLAVOR_ENGINE = {"sglang": ("sglang", False), "vllm": ("vllm", False), "trtllm": ("trtllm", True),
                   "tgi": ("tgi", False), "logfmt": ("ollama", False)}
@@ -105,11 +111,14 @@ class Classifier:
         msg = ln.msg
         watching = self.watching
         if frame and not watching:
-            # A frame or the source line under one: only the frame index can say anything of it.
+            # A frame or the source line under one: only the frame index can say anything of it,
+            # and the message of an exception the source line raises.
+            out = None
             if frames:
                 for rule, _ in self.frames.match(msg):
-                    return Hits(frame=rule)
-            return None
+                    out = Hits(frame=rule)
+                    break
+            return self.raised(msg, out)
         if watching:
             self._from_line(ln, start)
         hits = self.matcher.match(msg)
@@ -127,6 +136,19 @@ class Classifier:
                 hits = self.matcher.match(msg)
         return self.hits(hits, frame, frames, msg)
 
+    def raised(self, msg: str, out: Hits | None) -> Hits | None:
+        """``out`` with the named root cause of the message that ``msg``, a traceback's source
+        line, raises (``raise ValueError("No available memory ...``) as its ``fail``; ``out``
+        itself when the line raises nothing written out or nothing a named cause matches."""
+        if "raise " not in msg or RAISE_RE.match(msg) is None:
+            return out
+        for rule, m in self.matcher.match(msg):
+            if rule.cause is not None and rule.strength >= _RAISED_STRENGTH and not rule.frame:
+                out = out or Hits()
+                out.fail, out.fail_m = rule, m
+                break
+        return out
+
     def hits(self, hits: list[tuple[Rule, re.Match[str]]], frame: bool, frames: bool, msg: str) -> Hits:
         """What the rules that matched (``matcher.match(msg)``) say of the line, as one :class:`Hits`."""
         out = Hits()
@@ -134,9 +156,9 @@ class Classifier:
             for rule, _ in self.frames.match(msg):
                 out.frame = rule
                 break
+        if frame:
+            return self.raised(msg, out) or out
         for rule, m in hits:
-            if frame:
-                continue
             if rule.lifecycle:
                 if out.lifecycle is None:
                     out.lifecycle = (rule.lifecycle, m)

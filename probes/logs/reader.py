@@ -350,6 +350,8 @@ class StartupReader(QuietLines, ApplyLines):
                     for rule, _ in cl.frames.match(msg):
                         hits = Hits(frame=rule)
                         break
+                if code:
+                    hits = cl.raised(msg, hits)
             else:
                 hits = cl.classify(ln, frame or code, tb.phase < _LAST_FRAME_PHASE, self._history.current)
         elif (tb is None and not cx.benign and not cx.after_frame and "Traceback" not in msg

@@ -180,18 +180,39 @@ RULES: tuple[Rule, ...] = (
          cause="hub_download", phase="download",
          example="urllib3.exceptions.MaxRetryError: HTTPSConnectionPool(host='huggingface.co', port=443): "
                  "Max retries exceeded with url: /openai/gpt-oss-120b/resolve/main/config.json"),
+    # The Hub refusing a repository (missing, private, gated, or access not yet granted: a 401 or
+    # 403 on a huggingface.co URL, as huggingface_hub's error classes and plain requests word it):
+    # the fetch of the model's files, so the download phase.
     Rule(r"Repository Not Found|RepositoryNotFoundError|GatedRepoError|Cannot access gated repo|"
          r"access to model \S+ is restricted|trying to access a gated repo|"
-         r"is not a local folder and is not a valid model identifier|HFValidationError|"
+         r"\b40[13] Client Error: (?:Unauthorized|Forbidden) for url: https://(?:huggingface\.co|hf\.co)/",
+         keys=("repository", "repositorynotfounderror", "gatedrepoerror", "cannot", "access", "trying", "client"),
+         cause="model_not_found", phase="download",
+         hint="The Hub refused the model's repository (it does not exist, is private, or is gated and "
+              "this token has no access yet): check the model id, accept the model's licence on its "
+              "Hub page, and pass a token with access (HF_TOKEN).",
+         example="requests.exceptions.HTTPError: 403 Client Error: Forbidden for url: "
+                 "https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct/resolve/main/config.json"),
+    Rule(r"is not a local folder and is not a valid model identifier|HFValidationError|"
          r"does not appear to have a file named|Invalid repository ID or local directory|"
          r"No such file or directory: '[^']*(?:config\.json|\.gguf|\.safetensors)'|"
          r"failed to open GGUF file|gguf_init_from_file.{0,300}?failed|pull model manifest: file does not exist",
-         keys=("repository", "repositorynotfounderror", "gatedrepoerror", "cannot", "local", "access", "trying",
-               "hfvalidationerror", "appear", "invalid", "such", "gguf", "gguf_init_from_file",
+         keys=("local", "hfvalidationerror", "appear", "invalid", "such", "gguf", "gguf_init_from_file",
                "manifest"),
          cause="model_not_found",
-         example="huggingface_hub.errors.RepositoryNotFoundError: 404 Client Error. Repository Not Found "
-                 "for url: https://huggingface.co/api/models/foo/bar"),
+         example="OSError: foo/bar is not a local folder and is not a valid model identifier listed on "
+                 "'https://huggingface.co/models'"),
+    # transformers refusing to run a repository's own code without trust_remote_code=True (its
+    # prompt, printed inside the traceback when there is no stdin, and its ValueErrors): the fix
+    # is the engine's --trust-remote-code flag.
+    Rule(r"contains custom code which must be executed to correctly load|"
+         r"requires you to execute the (?:configuration|tokenizer|modeling)? ?file in that repo|"
+         r"[Pp]lease pass the argument `trust_remote_code=True`",
+         keys=("contains", "requires", "pass"), cause="bad_config",
+         hint="The model's repository ships its own Python code: start the engine with "
+              "--trust-remote-code (after reading that code), or use a model that needs none.",
+         example="The repository for TheBloke/Nous-Capybara-34B-AWQ contains custom code which must be "
+                 "executed to correctly load the model."),
     Rule(r"(?:Failed|Unable) to (?:load|initialize|get|create) (?:the )?tokenizer|"
          r"Can't load tokenizer|Tokenizer class \S+ does not exist|"
          r"data did not match any variant of untagged enum|requires the SentencePiece library|"
@@ -262,6 +283,8 @@ RULES: tuple[Rule, ...] = (
                 '  File "/x/vllm/model_executor/model_loader/default_loader.py", line 9, in load_weights'),
     _frame_rule(("profile_run", "determine_num_available_blocks", "determine_available_memory",
                  "initialize_kv_cache", "_initialize_kv_caches", "initialize_kv_cache_tensors", "init_memory_pool",
+                 "get_kv_cache_config", "get_kv_cache_configs", "check_enough_kv_cache_memory",
+                 "_check_enough_kv_cache_memory",
                  "profile_max_num_token", "_allocate_kv_cache_tensors", "initialize_cache", "_init_cache"), (),
                 "init", '  File "/x/vllm/v1/worker/gpu_model_runner.py", line 2100, in profile_run'),
     _frame_rule(("capture_model", "_capture_cudagraphs", "capture_one_batch_size", "init_cuda_graphs",

@@ -35,6 +35,17 @@ ENGINE = Engine(
              hint="The KV cache does not fit: lower --max-model-len or raise --gpu-memory-utilization.",
              example="ValueError: No available memory for the cache blocks. Try increasing "
                      "`gpu_memory_utilization` when initializing the engine."),
+        # The memory profile's KV budget (gpu_worker.py logs it at INFO): at or below zero vLLM
+        # always raises next ("No available memory for the cache blocks", kv_cache_utils.py), so
+        # the INFO line is the root cause and says the start cannot go on, whatever follows it
+        # ("EngineCore failed to start." and a traceback an excerpt may cut).
+        Rule(r"Available KV cache memory: (?:-\d|0\.00 GiB)", keys=("available",), cause="cuda_oom",
+             terminal=True,
+             hint="The weights and activations leave no GPU memory for the KV cache (the budget is "
+                  "negative): raise --gpu-memory-utilization, lower --max-num-batched-tokens or "
+                  "--max-model-len, or spread the model over more GPUs (--tensor-parallel-size).",
+             example="(EngineCore_0 pid=5839) INFO 08-20 18:04:22 [gpu_worker.py:276] Available KV cache "
+                     "memory: -2.14 GiB"),
         Rule(r"Engine core initialization failed|EngineDeadError|Engine process failed to start|"
              r"died unexpectedly|Worker \S+ pid \d+ died, exit code: -?\d+",
              keys=("engine", "enginedeaderror", "died"), cause="engine_died", detect="vllm",
@@ -67,6 +78,12 @@ ENGINE = Engine(
              example="Resolved architecture: WhisperForConditionalGeneration"),
         Rule(r"vllm serve|vllm\.entrypoints|VllmWorkerProcess", keys=("vllm", "vllmworkerprocess"),
              detect="vllm", example="vllm serve openai/whisper-large-v3 --port 8000"),
+        # A wrapper logging the engine arguments it hands to vLLM as a dict (RunPod's worker-vllm
+        # "engine.py :43 ... vLLM config: {'model': ...}", other launchers' logger.info lines):
+        # weak, a stronger sign of another engine wins.
+        Rule(r"\bvLLM config: \{", keys=("vllm",), detect="vllm", weak=True,
+             example="engine.py           :43   2024-02-08 08:40:56,015 vLLM config: {'model': "
+                     "'TheBloke/Nous-Capybara-34B-AWQ', 'quantization': 'awq'}"),
         Rule(r"Automatically detected platform", detect="vllm", weak=True,
              example="Automatically detected platform cuda."),
         Rule(r"Starting to load model|Time spent downloading weights", keys=("starting", "spent"),
