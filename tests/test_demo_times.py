@@ -10,7 +10,7 @@ from pathlib import Path
 
 from probes.clock import ManualClock
 from probes.store.history import History, phase_durations
-from probes.fold.verdict import fmt_span
+from probes.data.durations import fmt_span
 from tui.demo_app import make_demo_app
 from widgets.fmt import PHASE_LABELS
 from widgets.host_card import HostCard

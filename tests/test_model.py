@@ -12,7 +12,8 @@ from probes.fold.model import HostModel
 from probes.data.reading import ErrorLine, Progress
 from probes.data.events import GpuReading, GpuSample, Health, ProbeFailure, ProbeOk, UnitState
 from probes.data.state import HostState
-from probes.fold.verdict import STALL_AFTER_S, fmt_span, verdict_for
+from probes.data.durations import fmt_span
+from probes.fold.verdict import STALL_AFTER_S, verdict_for
 
 
 def _fold(name: str, unit: str) -> HostModel:

@@ -19,7 +19,7 @@ from typing import IO, Any
 from probes.fold.eta import PHASE_WORDS
 from probes.store.history import History, SummaryRow, default_history_path
 from probes.hosttext import json_text, one_line
-from probes.fold.verdict import fmt_span
+from probes.data.durations import fmt_span
 
 EXIT_OK = 0
 EXIT_UNREADABLE = 2

@@ -7,8 +7,8 @@ piece of host text in it has already had escape codes and control characters rem
 from __future__ import annotations
 
 from probes.logs.engines import ENGINES
+from probes.data.durations import fmt_span
 from probes.data.reading import Reading
-from probes.fold.verdict import fmt_span
 
 _LABELS = {"starting": "Starting", "download": "Download", "weights": "Weight load", "init": "Init",
            "graph_capture": "Graph capture", "warmup": "Warm-up", "ready": "Ready"}

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from probes.data.events import CONNECTION_KINDS
 from probes.data.state import HostState, LogEntry
 from probes.fold.headline import shown_hint
-from probes.fold.verdict import cause_words, fmt_span
+from probes.data.durations import fmt_span
+from probes.fold.verdict import cause_words
 from probes.hosttext import one_line
 from probes.logs.engines import ENGINES
 from tui import __version__

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import time
 
-from probes.fold.verdict import fmt_span
+from probes.data.durations import fmt_span
 
 __all__ = ["hms", "duration", "gib", "level_block", "PHASE_LABELS", "PHASE_SHORT", "RUNG_WORDS", "STATE_WORDS",
            "STATE_LOOK", "RUNG_LOOK", "BLOCKS"]

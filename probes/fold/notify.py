@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 
 from probes.hosttext import one_line
 from probes.data.state import HostState
-from probes.fold.verdict import failed_words, fmt_span, stall_limit
+from probes.data.durations import fmt_span
+from probes.fold.verdict import failed_words, stall_limit
 
 #: Notice kinds.
 KINDS = ("ready", "failed", "restart_loop", "stalled")

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 
 from probes.data.events import CONNECTION_KINDS, GpuOrphan, ProbeFailure
 from probes.data.state import HostState, Verdict
+from probes.data.durations import fmt_span
 from probes.data.vocab import PHASES
 from probes.fold.access import LASTING
 from probes.fold.eta import slower_sentence
@@ -54,21 +55,6 @@ CAUSE_WORDS = {
 #: the graph capture's per-batch bars keep a start from looking hung.
 STALL_AFTER_S = {"starting": 120.0, "download": 120.0, "weights": 120.0, "init": 120.0,
                  "graph_capture": 120.0, "warmup": 120.0}
-
-
-def fmt_span(seconds: float) -> str:
-    """A span of time, short: ``42s``, ``1m15s``, ``1h02m``, ``2d03h`` (negative reads ``0s``)."""
-    s = int(max(0, seconds))
-    if s < 60:
-        return f"{s}s"
-    m, s = divmod(s, 60)
-    if m < 60:
-        return f"{m}m{s:02d}s"
-    h, m = divmod(m, 60)
-    if h < 24:
-        return f"{h}h{m:02d}m"
-    d, h = divmod(h, 24)
-    return f"{d}d{h:02d}h"
 
 
 def _clock(t: float) -> str:
@@ -398,5 +384,5 @@ def judge(s: HostState, now: float, stall_after: Mapping[str, float] | None = No
     return dataclasses.replace(s, verdict=v)
 
 
-__all__ = ["PHASES", "PHASE_LABELS", "VERDICT_KINDS", "CAUSE_WORDS", "STALL_AFTER_S", "SIGHT_PROBES", "fmt_span",
+__all__ = ["PHASES", "PHASE_LABELS", "VERDICT_KINDS", "CAUSE_WORDS", "STALL_AFTER_S", "SIGHT_PROBES",
            "cause_words", "verdict_for", "judge", "blind_failures", "cannot_see_lasting"]
