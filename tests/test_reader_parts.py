@@ -130,3 +130,18 @@ def test_a_start_systemd_began_is_starting_from_its_started_line() -> None:
     reader = StartupReader()
     reader.feed(lines[2])
     assert [p.phase for p in reader.reading().phases] == ["weights"]
+
+
+def test_a_download_before_the_banner_keeps_both_starting_spans() -> None:
+    # TensorRT-LLM fetches from the Hub before its banner: Starting (systemd's line), Download,
+    # Starting again; the time between the two is the download's, not Starting's (a demo host
+    # read "slower than usual: starting 0:35, usually ~0:01" when one span swallowed the other).
+    reader = StartupReader("trtllm")
+    for raw in ["2026-11-29T16:27:20+0000 gpu-node-4 systemd[1]: Started trtllm.service - TensorRT-LLM.",
+                "2026-11-29T16:27:21+0000 gpu-node-4 trtllm-serve[7]: Fetching 12 files: 100%|##########| "
+                "12/12 [00:28<00:00,  2.39s/it]",
+                "2026-11-29T16:27:50+0000 gpu-node-4 trtllm-serve[7]: Starting trtllm-serve for model "
+                "openai/gpt-oss-120b on port 8355..."]:
+        reader.feed(raw)
+    assert [(p.phase, p.line, p.duration_s) for p in reader.reading().phases] == [
+        ("starting", 1, 1.0), ("download", 2, 29.0), ("starting", 3, 0.0)]

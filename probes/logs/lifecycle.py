@@ -117,9 +117,7 @@ class StartHistory:
             if start.life is Life.EMPTY:
                 start.life = Life.LOADING
                 start.first = timeline.mark("starting", ln)
-                # The process began here: its imports (10-30 s for vLLM) come before its first line,
-                # and belong to Starting, which a banner after them would otherwise begin.
-                start.marks.setdefault("starting", start.first)
+                start.launched = True
             return
         if kind == "exited":
             main = m.group(0)[:1] in "Mm"
@@ -206,8 +204,16 @@ class StartHistory:
         if fail_mark is not None and fail_mark.phase not in cur.marks:
             marks.append(fail_mark)
         marks.sort(key=lambda mk: mk.line)
+        first = cur.first
+        if cur.launched and first is not None and marks and first.line < marks[0].line:
+            # The process began at systemd's "Started": its imports (10-30 s for vLLM) come before
+            # its first line and are Starting, which the engine's banner after them would begin
+            # (TensorRT-LLM's download before its banner: Starting, Download, Starting again).
+            if marks[0].phase == "starting":
+                marks[0] = first
+            else:
+                marks.insert(0, first)
         if not marks:
-            first = cur.first
             marks = [first] if first is not None else []
             phase_i = _STARTING
         phase = PHASES[phase_i] if phase_i >= 0 else "starting"
