@@ -110,7 +110,7 @@ class ApplyLines:
                 start.life = Life.STOPPED  # the server says it shut down (Ctrl-C, SIGTERM): not failed
             if hits.benign:
                 cx.benign = BENIGN_LINES
-        if cx.benign or code or frame or (trace is not None and trace.benign):
+        if cx.benign or code or frame or (trace is not None and trace.benign) or (hits is not None and hits.harmless):
             return
         if trace is not None or (hits is not None and hits.fail is not None) or "Error" in msg or "Exception" in msg:
             judge(start, ln, hits, top, low, high, trace, self._cl.engine, timeline)

@@ -1,0 +1,76 @@
+"""Lines a healthy server prints, while it loads or once it serves, that hold a failure's words but
+report no failure of the server: each kind must leave a serving server ready and a loading one
+loading (a confident "failed" on a server that serves is the worst answer the reader can give).
+Each line is a real wording (the source is next to it); the starts around them are lines of the
+-ok- fixtures (tests/fixtures/logs)."""
+
+from __future__ import annotations
+
+import pytest
+
+from probes.logs.reader import StartupReader
+
+# vllm-ok-01 (0.15.1, V1): no "Uvicorn running" line, so its ready stays provisional.
+VLLM_V1 = ["(APIServer pid=11980) INFO 02-12 19:33:39 [utils.py:261] non-default args: {'model_tag': "
+           "'openai/whisper-large-v3', 'host': '0.0.0.0'}",
+           "(EngineCore_DP0 pid=12321) INFO 02-12 19:35:05 [gpu_model_runner.py:4033] Starting to load model "
+           "openai/whisper-large-v3...",
+           "(EngineCore_DP0 pid=12321) INFO 02-12 19:35:33 [default_loader.py:291] Loading weights took 2.70 seconds"]
+VLLM_V1_READY = VLLM_V1 + ["(APIServer pid=11980) INFO:     Started server process [11980]",
+                           "(APIServer pid=11980) INFO:     Waiting for application startup.",
+                           "(APIServer pid=11980) INFO:     Application startup complete."]
+# sglang-ok-01 (0.4.6): Uvicorn binds, then the warm-up request runs before the ready line.
+SGLANG_WARMUP = ["[2025-05-02 16:13:35] server_args=ServerArgs(model_path='/models/Qwen3-0___6B', tp_size=1)",
+                 "[2025-05-02 16:13:42] Load weight begin. avail mem=3.23 GB",
+                 "[2025-05-02 16:14:33] Load weight end. type=Qwen3ForCausalLM, dtype=torch.bfloat16, avail mem=2.03 GB",
+                 "[2025-05-02 16:14:33] KV Cache is allocated. #tokens: 15387, K size: 0.82 GB, V size: 0.82 GB",
+                 "[2025-05-02 16:14:58] Capture cuda graph end. Time elapsed: 24.85 s. mem usage=0.00 GB.",
+                 "[2025-05-02 16:14:59] INFO:     Started server process [1320]",
+                 "[2025-05-02 16:14:59] INFO:     Application startup complete.",
+                 "[2025-05-02 16:14:59] INFO:     Uvicorn running on http://127.0.0.1:30000 (Press CTRL+C to quit)"]
+SGLANG_READY = SGLANG_WARMUP + ["[2025-05-02 16:15:37] The server is fired up and ready to roll!"]
+SGLANG_LOADING = SGLANG_WARMUP[:4]
+
+
+def _read(lines: list[str]):
+    """The reading of a log of these lines that ends there (as ``upwatch replay`` reads a file)."""
+    reader = StartupReader()
+    for line in lines:
+        reader.feed(line)
+    return reader.reading(ended=True)
+
+
+def _healthy(lines: list[str], state: str) -> None:
+    r = _read(lines)
+    assert (r.state, r.cause, r.error) == (state, None, None), lines[-1]
+
+
+# Request logs echo what a client sent (vLLM's "Received request ...: prompt: '...'",
+# vllm-project/vllm#34503; SGLang's --log-requests "Receive: obj=GenerateReqInput(text='...')",
+# sgl-project/sglang#3699, #4045): a prompt may quote any error.
+VLLM_PROMPTS = [
+    "(APIServer pid=11980) INFO 02-13 11:33:33 [logger.py:49] Received request chatcmpl-a269fdcb: prompt: "
+    "'my flask app says OSError: [Errno 98] Address already in use', params: SamplingParams(n=1), "
+    "lora_request: None.",
+]
+SGLANG_PROMPTS = [
+    "[2025-02-20 16:56:30] Receive: obj=GenerateReqInput(text='torch.OutOfMemoryError: CUDA out of memory. "
+    "Tried to allocate 1.95 GiB. why?', input_ids=[151644, 8948], sampling_params={'temperature': 0.7}, "
+    "rid='ced00776101841e180bf04c8dbdc4ec2', stream=True, log_metrics=True, modalities=[], lora_path=None)",
+    "[2025-02-20 16:56:30] Receive: obj=GenerateReqInput(text='RuntimeError: Not enough memory. Please try to "
+    "increase --mem-fraction-static.', input_ids=None, rid='ced0', stream=True)",
+    "[2025-03-03 17:53:04] Receive: obj=GenerateReqInput(text='ImportError: libcudart.so.12: cannot open shared "
+    "object file: No such file or directory', input_ids=None, rid='ced0', stream=True)",
+]
+
+
+@pytest.mark.parametrize("line", VLLM_PROMPTS)
+def test_a_prompt_a_vllm_request_log_echoes_is_no_failure(line) -> None:
+    _healthy(VLLM_V1_READY + [line], "ready")     # took a provisional ready back as port_in_use
+    _healthy(VLLM_V1 + [line], "loading")
+
+
+@pytest.mark.parametrize("line", SGLANG_PROMPTS)
+def test_a_prompt_an_sglang_request_log_echoes_is_no_failure(line) -> None:
+    _healthy(SGLANG_READY + [line], "ready")      # read "failed" with the prompt's cause at the log's end
+    _healthy(SGLANG_WARMUP + [line], "loading")   # the warm-up request is logged too
