@@ -74,3 +74,27 @@ def test_a_prompt_a_vllm_request_log_echoes_is_no_failure(line) -> None:
 def test_a_prompt_an_sglang_request_log_echoes_is_no_failure(line) -> None:
     _healthy(SGLANG_READY + [line], "ready")      # read "failed" with the prompt's cause at the log's end
     _healthy(SGLANG_WARMUP + [line], "loading")   # the warm-up request is logged too
+
+
+# NCCL probes for optional libraries (a network or tuner plugin, InfiniBand verbs) and says so when
+# one is missing, then uses its own (NVIDIA/nccl#1231: "is harmless"; vllm-project/vllm#8978,
+# NVIDIA/nccl-tests#166, NVIDIA/nccl#367).
+NCCL_PROBES = [
+    "cuda0003:2752870:2752870 [2] NCCL INFO NET/Plugin : dlerror=libnccl-net.so: cannot open shared object "
+    "file: No such file or directory No plugin found (libnccl-net.so), using internal implementation",
+    "ubuntu:9621:9621 [0] NCCL INFO NET/Plugin : Plugin load (libnccl-net.so) returned 2 : libnccl-net.so: "
+    "cannot open shared object file: No such file or directory",
+    "26a46eb2b1d3:111329:111329 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]",
+]
+NCCL_REFUSED = ("gpu-node-1:1180824:1180824 [3] os/linux.cc:200 NCCL WARN ncclOsSocketPollConnect: connect to "
+                "10.0.0.2<58525> returned Connection refused, exceeded error retry count after 35 attempts")
+
+
+@pytest.mark.parametrize("line", NCCL_PROBES)
+def test_nccl_falling_back_from_an_optional_library_is_no_failure(line) -> None:
+    _healthy(VLLM_V1_READY + [line], "ready")
+    _healthy(VLLM_V1 + [line], "loading")
+    _healthy(SGLANG_LOADING + [line], "loading")
+    # ... and NCCL's own failure right after it is still read.
+    r = _read(VLLM_V1 + [line, NCCL_REFUSED])
+    assert (r.state, r.cause, r.error.line) == ("failed", "nccl", 5)
