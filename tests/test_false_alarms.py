@@ -98,3 +98,23 @@ def test_nccl_falling_back_from_an_optional_library_is_no_failure(line) -> None:
     # ... and NCCL's own failure right after it is still read.
     r = _read(VLLM_V1 + [line, NCCL_REFUSED])
     assert (r.state, r.cause, r.error.line) == ("failed", "nccl", 5)
+
+
+# Uvicorn logs a request's unhandled exception with its traceback and goes on serving (a client
+# that went away: vllm-project/vllm#7173); SGLang's Uvicorn is up while its warm-up runs.
+ASGI_TRACE = ["Traceback (most recent call last):",
+              '  File "/opt/venv/lib/python3.10/site-packages/starlette/responses.py", line 265, in __call__',
+              "    await wrap(partial(self.listen_for_disconnect, receive))",
+              '  File "/usr/lib/python3.10/asyncio/locks.py", line 214, in wait',
+              "    await fut",
+              "asyncio.exceptions.CancelledError: Cancelled by cancel scope 757f107d7cd0"]
+
+
+@pytest.mark.parametrize("head", ["[2025-05-02 16:15:00] ERROR:    Exception in ASGI application",
+                                  "ERROR:    Exception in ASGI application"])
+def test_one_requests_exception_in_uvicorn_while_warming_up_is_no_failure(head) -> None:
+    _healthy(SGLANG_WARMUP + [head] + ASGI_TRACE, "loading")
+    _healthy(SGLANG_READY + [head] + ASGI_TRACE, "ready")
+    # The same traceback on its own is the process's last word.
+    r = _read(SGLANG_WARMUP + ASGI_TRACE)
+    assert (r.state, r.cause) == ("failed", "unknown")

@@ -40,7 +40,9 @@ def judge(start: Start, ln: Line, hits: Hits | None, top: bool, low: bool, high:
         # A traceback begins (also one printed inside an exception's message, as Ray's
         # "RuntimeError: Traceback (most recent call last):" wraps the real one): its exception
         # line is yet to come (or beyond an excerpt's end).
-        fail(start, "unknown", 0, ln, _NO_LINE_HINT, engine, timeline, terminal=high, low=low, trace=trace)
+        # Under an error-level message it is the process's end, unless a thread's or one request's.
+        fail(start, "unknown", 0, ln, _NO_LINE_HINT, engine, timeline, terminal=high and not trace_thread, low=low,
+             trace=trace)
         return
     if hits is not None and hits.fail is not None and hits.fail.cause is not None:
         rule, cause = hits.fail, hits.fail.cause
