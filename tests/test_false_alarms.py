@@ -118,3 +118,26 @@ def test_one_requests_exception_in_uvicorn_while_warming_up_is_no_failure(head) 
     # The same traceback on its own is the process's last word.
     r = _read(SGLANG_WARMUP + ASGI_TRACE)
     assert (r.state, r.cause) == ("failed", "unknown")
+
+
+# torch's c10d logs through glog's prefix; torch <= 2.1 writes it without the date ("[W socket.cpp:426] ",
+# as vllm-ok-03's "[rank0]:[W ProcessGroupGloo.cpp:721] "), and its level is the line's all the same.
+# Binding [::] fails while 0.0.0.0 may bind; when neither does, the error line and the exception say so
+# (PyTorch's torchrun docs quote the sequence below).
+C10D_BIND_WARNING = "[W socket.cpp:426] [c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use)."
+C10D_BIND_FAILED = [
+    "[W socket.cpp:426] [c10d] The server socket has failed to bind to 0.0.0.0:29500 (errno: 98 - Address already in use).",
+    "[E socket.cpp:462] [c10d] The server socket has failed to listen on any local network address.",
+    "Traceback (most recent call last):",
+    '  File "/usr/local/lib/python3.10/dist-packages/torch/distributed/rendezvous.py", line 186, in _create_c10d_store',
+    "    return TCPStore(",
+    "RuntimeError: The server socket has failed to listen on any local network address. The server socket has "
+    "failed to bind to [::]:29500 (errno: 98 - Address already in use). The server socket has failed to bind to "
+    "0.0.0.0:29500 (errno: 98 - Address already in use)."]
+
+
+def test_a_c10d_warning_without_its_date_is_a_warning() -> None:
+    _healthy(VLLM_V1_READY + [C10D_BIND_WARNING], "ready")
+    _healthy(VLLM_V1 + [C10D_BIND_WARNING], "loading")
+    r = _read(VLLM_V1 + [C10D_BIND_WARNING] + C10D_BIND_FAILED)
+    assert (r.state, r.cause, r.error.line) == ("failed", "port_in_use", 10)

@@ -82,8 +82,9 @@ def fail(start: Start, cause: str, strength: int, ln: Line, hint: str | None, en
     f = Failure(ln.lineno, ln.text, ln.msg.strip(), cause, strength, hint, low,
                 thread=trace is not None and trace.thread)
     if start.ready:
-        if start.life is Life.PROVISIONAL and cause == "port_in_use":
-            # vLLM printed "Application startup complete." and then could not bind: never ready.
+        if start.life is Life.PROVISIONAL and cause == "port_in_use" and not low:
+            # vLLM printed "Application startup complete." and then could not bind: never ready
+            # (Uvicorn's error; a warning that one address would not bind is not that).
             start.life = Life.LOADING
             start.served = False
             start.main = start.pre_ready
