@@ -6,9 +6,12 @@ Each line is a real wording (the source is next to it); the starts around them a
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
 from probes.logs.reader import StartupReader
+from probes.sources.logfile import read_stream
 
 # vllm-ok-01 (0.15.1, V1): no "Uvicorn running" line, so its ready stays provisional.
 VLLM_V1 = ["(APIServer pid=11980) INFO 02-12 19:33:39 [utils.py:261] non-default args: {'model_tag': "
@@ -41,7 +44,11 @@ def _read(lines: list[str]):
 
 
 def _healthy(lines: list[str], state: str) -> None:
+    """The log reads ``state`` with no cause, line by line and as ``upwatch replay`` reads a file
+    (its quiet lines found by the block scan)."""
     r = _read(lines)
+    assert (r.state, r.cause, r.error) == (state, None, None), lines[-1]
+    r = read_stream(io.BytesIO("\n".join(lines + [""]).encode()))
     assert (r.state, r.cause, r.error) == (state, None, None), lines[-1]
 
 
@@ -141,3 +148,26 @@ def test_a_c10d_warning_without_its_date_is_a_warning() -> None:
     _healthy(VLLM_V1 + [C10D_BIND_WARNING], "loading")
     r = _read(VLLM_V1 + [C10D_BIND_WARNING] + C10D_BIND_FAILED)
     assert (r.state, r.cause, r.error.line) == ("failed", "port_in_use", 10)
+
+
+# Python's logging prints a log call it could not format with its traceback and goes on
+# (logging.Handler.handleError; pencoa/PCNN#1: "a warning from logging module", zai-org/ChatGLM3#451:
+# the requests are answered).
+LOGGING_ERROR = ["--- Logging error ---",
+                 "Traceback (most recent call last):",
+                 '  File "/usr/lib/python3.10/logging/__init__.py", line 1100, in emit',
+                 "    msg = self.format(record)",
+                 '  File "/usr/lib/python3.10/logging/__init__.py", line 368, in getMessage',
+                 "    msg = msg % self.args",
+                 "TypeError: not all arguments converted during string formatting",
+                 "Call stack:",
+                 '  File "/usr/lib/python3.10/threading.py", line 973, in _bootstrap',
+                 "    self._bootstrap_inner()",
+                 "Message: 'Shape: '",
+                 "Arguments: ((53,),)"]
+
+
+def test_a_log_call_python_could_not_format_is_no_failure() -> None:
+    _healthy(VLLM_V1 + LOGGING_ERROR, "loading")
+    _healthy(SGLANG_WARMUP + LOGGING_ERROR, "loading")
+    _healthy(SGLANG_LOADING + LOGGING_ERROR + SGLANG_WARMUP[4:] + SGLANG_READY[-1:], "ready")

@@ -254,6 +254,9 @@ RULES: tuple[Rule, ...] = (
          benign=True,
          example="Ignore import error when loading sglang.srt.multimodal.processors.mimo_v2: Could not "
                  "load libtorchcodec. Likely causes:"),
+    # Python's logging could not format a log call: it prints the traceback and goes on
+    # (logging.Handler.handleError).
+    Rule(r"^--- Logging error ---", keys=("logging",), benign=True, example="--- Logging error ---"),
     # NCCL probes for optional libraries (a network, tuner or profiler plugin, InfiniBand verbs) and
     # says so when one is missing, then uses its own (NVIDIA/nccl#1231: "harmless"); its own failures
     # (NCCL WARN ... refused / failure) are other lines, read as usual.
