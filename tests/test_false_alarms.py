@@ -53,7 +53,8 @@ def _healthy(lines: list[str], state: str) -> None:
 
 
 # Request logs echo what a client sent (vLLM's "Received request ...: prompt: '...'",
-# vllm-project/vllm#34503; SGLang's --log-requests "Receive: obj=GenerateReqInput(text='...')",
+# vllm-project/vllm#34503; SGLang's --log-requests "Receive: obj=GenerateReqInput(text='...')" and
+# "Finish: obj=..., out={'text': '...'}",
 # sgl-project/sglang#3699, #4045): a prompt may quote any error.
 VLLM_PROMPTS = [
     "(APIServer pid=11980) INFO 02-13 11:33:33 [logger.py:49] Received request chatcmpl-a269fdcb: prompt: "
@@ -68,6 +69,9 @@ SGLANG_PROMPTS = [
     "increase --mem-fraction-static.', input_ids=None, rid='ced0', stream=True)",
     "[2025-03-03 17:53:04] Receive: obj=GenerateReqInput(text='ImportError: libcudart.so.12: cannot open shared "
     "object file: No such file or directory', input_ids=None, rid='ced0', stream=True)",
+    # ... and what it answered (tokenizer_manager's "Finish: obj=..., out=...").
+    "[2025-05-02 16:15:40] Finish: obj=GenerateReqInput(text='hi', rid='ab12'), out={'text': 'The error CUDA out "
+    "of memory means the GPU ran out of memory.', 'meta_info': {'id': 'ab12', 'finish_reason': {'type': 'stop'}}}",
 ]
 
 
