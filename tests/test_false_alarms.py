@@ -52,7 +52,8 @@ def _healthy(lines: list[str], state: str) -> None:
     assert (r.state, r.cause, r.error) == (state, None, None), lines[-1]
 
 
-# Request logs echo what a client sent (vLLM's "Received request ...: prompt: '...'",
+# Request logs echo what a client sent (vLLM's "Received request ...: prompt: '...'" and
+# "Generated response ...: output: '...'",
 # vllm-project/vllm#34503; SGLang's --log-requests "Receive: obj=GenerateReqInput(text='...')" and
 # "Finish: obj=..., out={'text': '...'}",
 # sgl-project/sglang#3699, #4045): a prompt may quote any error.
@@ -60,6 +61,10 @@ VLLM_PROMPTS = [
     "(APIServer pid=11980) INFO 02-13 11:33:33 [logger.py:49] Received request chatcmpl-a269fdcb: prompt: "
     "'my flask app says OSError: [Errno 98] Address already in use', params: SamplingParams(n=1), "
     "lora_request: None.",
+    # ... and what it answered (--enable-log-outputs: RequestLogger.log_outputs).
+    "(APIServer pid=11980) INFO 02-13 11:33:40 [logger.py:71] Generated response chatcmpl-a269fdcb (streaming "
+    "complete): output: 'Uvicorn says error while attempting to bind on address (\\'0.0.0.0\\', 8000): address "
+    "already in use: another process holds the port.', output_token_ids: None, finish_reason: stop",
 ]
 SGLANG_PROMPTS = [
     "[2025-02-20 16:56:30] Receive: obj=GenerateReqInput(text='torch.OutOfMemoryError: CUDA out of memory. "
