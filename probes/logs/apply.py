@@ -110,7 +110,7 @@ class ApplyLines:
                 start.life = Life.STOPPED  # the server says it shut down (Ctrl-C, SIGTERM): not failed
             if hits.benign:
                 cx.benign = BENIGN_LINES
-        if cx.benign or code or frame or (trace is not None and trace.benign):
+        if cx.benign or code or frame or (trace is not None and trace.benign) or (hits is not None and hits.harmless):
             if code and hits is not None and hits.fail is not None and not cx.benign and (
                     trace is not None and not trace.benign):
                 # The source line raises an exception whose message names the cause: what the

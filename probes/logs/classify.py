@@ -55,7 +55,8 @@ def unit_engine(unit: str) -> str | None:
 class Hits:
     """What the rules say of one line: the first rule of each kind that matched (a phase, ready,
     failure with its match, traceback frame, banner, systemd lifecycle wording), the progress
-    counter's match, and whether any rule says the server ended on purpose or the line is harmless."""
+    counter's match, and whether any rule says the server ended on purpose, the line begins a
+    harmless warning (``benign``) or reports nothing wrong (``harmless``)."""
 
     phase: Rule | None = None
     ready: Rule | None = None
@@ -66,6 +67,7 @@ class Hits:
     banner: Rule | None = None
     ends: bool = False
     benign: bool = False
+    harmless: bool = False
     lifecycle: tuple[str, re.Match[str]] | None = None
 
 
@@ -171,6 +173,8 @@ class Classifier:
                 out.banner = rule
             if rule.benign:
                 out.benign = True
+            if rule.harmless:
+                out.harmless = True
             if rule.phase is not None and out.phase is None:
                 out.phase = rule
             if rule.ready and out.ready is None:

@@ -27,8 +27,11 @@ _TRACEBACK = "Traceback (most recent call last)"
 _INTRODUCES = frozenset({"WARN", "WARNING", "W", *_HIGH_LEVELS})
 _CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 #: Python's words for an exception that ended a thread (threading.excepthook) or that nothing could
-#: raise (a destructor): the process goes on.
-THREAD_EXC = ("Exception in thread ", "Exception ignored in")
+#: raise (a destructor), and Uvicorn's for one request's unhandled exception (its level word is
+#: read as the line's level, but stays in the message after an engine's own prefix: SGLang's
+#: "[2025-05-02 16:15:00] ERROR:    Exception in ASGI application"): the process goes on.
+THREAD_EXC = ("Exception in thread ", "Exception ignored in", "Exception in ASGI application",
+              "ERROR:    Exception in ASGI application")
 #: A traceback's frame line (``  File "x.py", line 12, in f``), as :meth:`LineContext.place` tells it.
 FRAME_RE = re.compile(r'\s*>? ?File "[^"]*", line \d+')
 #: A harmless warning's message runs on for at most this many unprefixed lines (a list of likely

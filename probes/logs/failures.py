@@ -40,7 +40,9 @@ def judge(start: Start, ln: Line, hits: Hits | None, top: bool, low: bool, high:
         # A traceback begins (also one printed inside an exception's message, as Ray's
         # "RuntimeError: Traceback (most recent call last):" wraps the real one): its exception
         # line is yet to come (or beyond an excerpt's end).
-        fail(start, "unknown", 0, ln, _NO_LINE_HINT, engine, timeline, terminal=high, low=low, trace=trace)
+        # Under an error-level message it is the process's end, unless a thread's or one request's.
+        fail(start, "unknown", 0, ln, _NO_LINE_HINT, engine, timeline, terminal=high and not trace_thread, low=low,
+             trace=trace)
         return
     if hits is not None and hits.fail is not None and hits.fail.cause is not None:
         rule, cause = hits.fail, hits.fail.cause
@@ -80,8 +82,9 @@ def fail(start: Start, cause: str, strength: int, ln: Line, hint: str | None, en
     f = Failure(ln.lineno, ln.text, ln.msg.strip(), cause, strength, hint, low,
                 thread=trace is not None and trace.thread)
     if start.ready:
-        if start.life is Life.PROVISIONAL and cause == "port_in_use":
-            # vLLM printed "Application startup complete." and then could not bind: never ready.
+        if start.life is Life.PROVISIONAL and cause == "port_in_use" and not low:
+            # vLLM printed "Application startup complete." and then could not bind: never ready
+            # (Uvicorn's error; a warning that one address would not bind is not that).
             start.life = Life.LOADING
             start.served = False
             start.main = start.pre_ready

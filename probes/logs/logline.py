@@ -96,8 +96,8 @@ _TRT_RE = re.compile(r"\[(\d\d)/(\d\d)/(\d{4})-(\d\d:\d\d:\d\d)\] (?:\[TRT(?:-LL
 _TRT_CPP_RE = re.compile(r"\[TensorRT-LLM\](?:\[RANK (\d+)\])?\[(TRACE|DEBUG|VERBOSE|INFO|WARNING|ERROR|FATAL|INTERNAL_ERROR)\] ?")
 # torch c10d's own prefix after "[rank10]:": "[E130 18:11:34.707542570 ProcessGroupGloo.cpp:143] "
 # (the month is not zero-padded: E130 is 30 January), with or without the thread id
-# ("[W1203 10:00:00.123456 4711 socket.cpp:752] ").
-_C10D_RE = re.compile(r"\[([IWEF])(\d{1,2})(\d\d) (\d\d:\d\d:\d\d)\.\d+(?: \d+)? [\w./-]+:\d+\] ?")
+# ("[W1203 10:00:00.123456 4711 socket.cpp:752] "); torch <= 2.1 wrote no date ("[W socket.cpp:426] ").
+_C10D_RE = re.compile(r"\[([IWEF])(?:(\d{1,2})(\d\d) (\d\d:\d\d:\d\d)\.\d+(?: \d+)?)? [\w./-]+:\d+\] ?")
 _LOGFMT_RE = re.compile(r"time=(\d{4})-(\d\d)-(\d\d)T(\d\d:\d\d:\d\d)\S* level=(\w+) ")
 # TGI (Rust tracing): "  INFO text_generation_launcher: ...", "WARN shard-manager: ...",
 # "INFO text_generation_router::server: ..."; the level is followed by a target and a colon (a vLLM
@@ -379,7 +379,7 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
         elif s[1:2] in "IWEF":
             m = _C10D_RE.match(s)
             if m:
-                if stamp is None:
+                if stamp is None and m.group(2) is not None:
                     stamp = Stamp(None, int(m.group(2)), int(m.group(3)), m.group(4))
                 level = m.group(1)
                 flavor = "glog"

@@ -30,7 +30,7 @@ __all__ = ["ENGINES", "IDENTS", "PHASES", "PHASE_INDEX", "CAUSES", "CAUSE_STRENG
 def _detect_only(rule: Rule) -> bool:
     """A rule whose only effect is naming the engine: useless once the engine is known."""
     return bool(rule.detect) and not (rule.phase or rule.ready or rule.cause or rule.banner or rule.benign
-                                      or rule.lifecycle or rule.progress or rule.ends)
+                                      or rule.harmless or rule.lifecycle or rule.progress or rule.ends)
 
 
 def _ordered(rules: list[Rule]) -> list[Rule]:

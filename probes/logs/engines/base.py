@@ -50,6 +50,9 @@ class Rule:
         detect: the engine whose log this line proves (``weak``: only if nothing stronger comes).
         benign: the message this line begins is a warning: failure patterns in it and in its
             continuation lines are ignored (an ignored optional import, a deprecation).
+        harmless: the line reports nothing wrong though it holds a failure's words (a request log
+            that echoes a client's prompt, a library probe that falls back): failure patterns in it
+            are ignored; unlike ``benign``, the lines after it are read as usual.
         completes: the line says its phase is done (``Loading model weights took 10 GB``): a failure
             after it, before the next phase's first line, happened in the next phase.
         ends: the server says it has shut down (Uvicorn's ``Application shutdown complete.``, a
@@ -88,6 +91,7 @@ class Rule:
     detect: str | None = None
     weak: bool = False
     benign: bool = False
+    harmless: bool = False
     progress: bool = False
     ends: bool = False
     completes: bool = False

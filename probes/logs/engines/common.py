@@ -275,6 +275,18 @@ RULES: tuple[Rule, ...] = (
          benign=True,
          example="Ignore import error when loading sglang.srt.multimodal.processors.mimo_v2: Could not "
                  "load libtorchcodec. Likely causes:"),
+    # Python's logging could not format a log call: it prints the traceback and goes on
+    # (logging.Handler.handleError).
+    Rule(r"^--- Logging error ---", keys=("logging",), benign=True, example="--- Logging error ---"),
+    # NCCL probes for optional libraries (a network, tuner or profiler plugin, InfiniBand verbs) and
+    # says so when one is missing, then uses its own (NVIDIA/nccl#1231: "harmless"); its own failures
+    # (NCCL WARN ... refused / failure) are other lines, read as usual.
+    Rule(r"NCCL (?:INFO|WARN) (?:NET|TUNER|PROFILER|ENV)/Plugin ?: |"
+         r"NCCL (?:INFO|WARN) Failed to open lib(?:ibverbs|mlx5|rdmacm)\b",
+         keys=("plugin", "open"), harmless=True,
+         example="cuda0003:2752870:2752870 [2] NCCL INFO NET/Plugin : dlerror=libnccl-net.so: cannot open shared "
+                 "object file: No such file or directory No plugin found (libnccl-net.so), using internal "
+                 "implementation"),
     # --- traceback frames: the phase a failure happened in ---------------------------------------
     # Matched only on a traceback's frame lines and the source lines under them, which name the
     # call in progress ("File ..., in capture_one_batch_size", "self.model_runner.capture_model()").

@@ -39,6 +39,11 @@ ENGINE = Engine(
              example="Received sigquit from a child process. It usually means the child failed."),
         Rule(r"Initialization failed\. warmup error", keys=("warmup",), cause="unknown", strength=2,
              example="Initialization failed. warmup error: Traceback (most recent call last):"),
+        # --log-requests echoes each request, its text included (sgl-project/sglang#3699, #4045), and
+        # what it answered (tokenizer_manager's "Finish: obj=..., out=...").
+        Rule(r"^(?:Receive(?: OpenAI)?|Finish): obj=\w+\(", keys=("receive", "finish"), harmless=True,
+             example="Receive: obj=GenerateReqInput(text='torch.OutOfMemoryError: CUDA out of memory. why?', "
+                     "input_ids=None, rid='ced0', stream=True)"),
         Rule(r"server_args=ServerArgs\(", phase="starting", banner=True, detect="sglang",
              example="server_args=ServerArgs(model_path='/models/Qwen3-0.6B', tokenizer_path=...)"),
         Rule(r"sglang\.launch_server|sglang serve|sglang::scheduler", keys=("sglang",), detect="sglang",

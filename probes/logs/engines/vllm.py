@@ -62,6 +62,13 @@ ENGINE = Engine(
         # The plugin loader logs a plugin that fails to import with its traceback and goes on without it.
         Rule(r"Failed to load plugin ", keys=("plugin",), benign=True,
              example="ERROR 10-20 11:18:05 [__init__.py:54] Failed to load plugin register_paddlex_genai_models"),
+        # The request log (on unless --disable-log-requests) echoes what a client sent, quoting any
+        # error a prompt names (vllm-project/vllm#34503, #15519), and with --enable-log-outputs what
+        # it answered (RequestLogger.log_outputs).
+        Rule(r"^Received request \S+: (?:prompt|params|prompt_token_ids): |^Generated response \S+(?: \([\w ]+\))?: output",
+             keys=("received", "generated"), harmless=True,
+             example="Received request chatcmpl-a269fdcb: prompt: 'my app says OSError: [Errno 98] Address "
+                     "already in use', params: SamplingParams(n=1), lora_request: None."),
         Rule(r"Exception in worker \S+ while processing method", keys=("exception",), cause="unknown",
              strength=2, example="Exception in worker VllmWorkerProcess while processing method "
                                  "determine_num_available_blocks: boom"),
