@@ -255,6 +255,20 @@ def test_an_exception_while_serving_is_the_root_cause_when_the_engine_dies_of_it
     assert (r.state, r.cause, r.error.line) == ("failed", "unknown", 5)
 
 
+@pytest.mark.parametrize("dead", [
+    # vLLM V0: every request after the engine's background loop died (vllm-project/vllm#5060, #6361)
+    "vllm.engine.async_llm_engine.AsyncEngineDeadError: Background loop has errored already.",
+    "vllm.engine.multiprocessing.MQEngineDeadError: Engine loop is not running. Inspect the stacktrace to find "
+    "the original error: RuntimeError('CUDA error: an illegal memory access was encountered').",
+])
+def test_vllm_v0s_dead_engine_errors_end_the_start(dead) -> None:
+    r = _read(VLLM_READY + [dead])
+    assert (r.state, r.cause, r.error.line) == ("failed", "engine_died", 5)
+    # After a request's exception, that exception is the root cause.
+    r = _read(VLLM_READY + ["RuntimeError: CUDA error: an illegal memory access was encountered", dead])
+    assert (r.state, r.error.line) == ("failed", 5)
+
+
 def test_a_server_that_shut_down_after_serving_is_stopped() -> None:
     r = _read(VLLM_READY + ["INFO:     Shutting down", "INFO:     Waiting for application shutdown.",
                             "INFO:     Application shutdown complete.", "INFO:     Finished server process [23347]"])

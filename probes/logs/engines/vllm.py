@@ -48,7 +48,9 @@ ENGINE = Engine(
                      "memory: -2.14 GiB"),
         Rule(r"Engine core initialization failed|EngineDeadError|Engine process failed to start|"
              r"died unexpectedly|Worker \S+ pid \d+ died, exit code: -?\d+",
-             keys=("engine", "enginedeaderror", "died"), cause="engine_died", detect="vllm",
+             # V0's AsyncEngineDeadError and MQEngineDeadError end in the same words
+             keys=("engine", "enginedeaderror", "asyncenginedeaderror", "mqenginedeaderror", "died"),
+             cause="engine_died", detect="vllm",
              example="RuntimeError: Engine core initialization failed. See root cause above. "
                      "Failed core proc(s): {}"),
         # A process's own words that it failed, before its traceback (whose exception line, when
