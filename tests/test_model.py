@@ -8,6 +8,7 @@ import pytest
 
 from conftest import JOURNAL
 from probes.logs.journal_json import parse_record
+from probes.fold.headline import headline
 from probes.fold.model import HostModel
 from probes.data.reading import ErrorLine, Progress
 from probes.data.events import GpuReading, GpuSample, Health, ProbeFailure, ProbeOk, UnitState
@@ -180,7 +181,12 @@ def test_a_long_decisive_line_in_the_evidence_says_it_was_shortened():
 def test_ready_but_unhealthy_is_a_warning():
     s = _loading(state="ready", phase="ready", readiness="http_unhealthy",
                  health=Health(5.0, "http_unhealthy", 503, "HTTP 503"))
-    assert verdict_for(s, 0.0).sentence == "The log says ready but the server is not healthy (HTTP 503)."
+    v = verdict_for(s, 0.0)
+    assert v.sentence == "The log says ready but the server is not healthy (HTTP 503)."
+    assert v.evidence[0] == "readiness: http_unhealthy (HTTP 503)"
+    # "ready" is the log's word: the host's condition (cards, rows, status --json's headline) is not.
+    assert headline(dataclasses.replace(s, verdict=v)) == "unhealthy"
+    assert headline(dataclasses.replace(s, readiness="serving", health=None)) == "ready"
 
 
 def test_unit_not_found_is_said():

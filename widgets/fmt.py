@@ -32,7 +32,7 @@ STATE_WORDS: dict[str, str] = {"waiting": "WAITING", "loading": "LOADING", "read
 STATE_LOOK: dict[str, str] = {
     "waiting": "muted", "loading": "busy", "ready": "ok", "failed": "error", "stopped": "warn", "stalled": "warn",
     "restart loop": "error", "unreachable": "error", "ssh refused": "error", "cannot see": "warn",
-    "no such unit": "error"}
+    "no such unit": "error", "unhealthy": "warn"}
 #: The look of each readiness rung, and whether it is bold.
 RUNG_LOOK: dict[str, tuple[str, bool]] = {
     "inactive": ("error", False), "port_closed": ("warn", False), "http_unhealthy": ("warn", False),

@@ -40,7 +40,7 @@ ORDERS = ("severity", "name", "arrival")
 #: Conditions (:func:`condition`) worst first: what is broken or cannot be seen, then what is
 #: stuck (restart loop, stalled, stale), then starts under way, then stopped units, then ready ones.
 SEVERITY = ("failed", "unreachable", "ssh refused", "cannot see", "no such unit", "restart loop", "stalled",
-            "stale", "loading", "waiting", "stopped", "ready")
+            "unhealthy", "stale", "loading", "waiting", "stopped", "ready")
 #: Readiness rungs worst first (within one condition, a ready host that is unhealthy sorts first).
 _RUNG_ORDER = ("inactive", "port_closed", "http_unhealthy", "unknown", "healthy", "serving")
 #: Cells of the progress bar inside the phase column.

@@ -70,8 +70,8 @@ def shown_hint(s: HostState) -> str:
 
 
 #: Headlines in the order an operator must see them (worst first).
-HEADLINES = ("failed", "unreachable", "ssh refused", "cannot see", "no such unit", "restart loop", "stalled", "loading", "ready",
-             "stopped", "waiting")
+HEADLINES = ("failed", "unreachable", "ssh refused", "cannot see", "no such unit", "restart loop", "stalled", "unhealthy",
+             "loading", "ready", "stopped", "waiting")
 
 
 def headline(s: HostState) -> str:
@@ -79,8 +79,9 @@ def headline(s: HostState) -> str:
     so: ``failed``, ``unreachable`` (never reached), ``ssh refused`` (reached, but the login or its
     host key is refused: the verdict says how to fix it), ``cannot see``
     (the unit or the journal cannot be read: the verdict says why), ``no such unit``,
-    ``restart loop``, ``stalled`` (a loading start gone silent), ``loading``, ``ready``,
-    ``stopped``, ``waiting``."""
+    ``restart loop``, ``stalled`` (a loading start gone silent), ``unhealthy`` (the log says ready
+    but the health probe finds nothing listening, an HTTP error or the unit inactive), ``loading``,
+    ``ready``, ``stopped``, ``waiting``."""
     if s.state == "failed":
         return "failed"
     kind = s.verdict.kind if s.verdict is not None else ""
@@ -96,6 +97,8 @@ def headline(s: HostState) -> str:
         return "restart loop"
     if kind == "stalled":
         return "stalled"
+    if kind == "unhealthy":
+        return "unhealthy"  # "ready" is the log's word; the server does not answer as ready
     return s.state if s.state in HEADLINES else "waiting"
 
 

@@ -370,7 +370,12 @@ def verdict_for(s: HostState, now: float, stall_after: Mapping[str, float] | Non
             return Verdict("warning", kind="slower", sentence=slow[0], evidence=slow[1])
     if s.state == "ready" and s.readiness in ("port_closed", "http_unhealthy", "inactive"):
         h = s.health.detail if s.health is not None and s.readiness != "inactive" else s.readiness
-        return Verdict("warning", kind="unhealthy", sentence=f"The log says ready but the server is not healthy ({h}).")
+        ready_line = next((sp.text for sp in reversed(s.phases) if sp.phase == "ready" and sp.text), None)
+        ev = [f"readiness: {s.readiness}" + (f" ({one_line(h, max_chars=120)})" if h != s.readiness else "")]
+        if ready_line:
+            ev.append(f"ready line: {one_line(ready_line, max_chars=160)}")
+        return Verdict("warning", kind="unhealthy", sentence=f"The log says ready but the server is not healthy ({h}).",
+                       evidence=tuple(ev))
     if u is not None and u.active_state == "failed" and s.state not in ("failed",):
         return _unit_failed(s)
     return None
