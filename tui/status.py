@@ -59,7 +59,7 @@ def host_json(spec: HostSpec, s: HostState, now: float | None = None) -> dict[st
     ``ready``, ``failed``, ``stopped``; ``unknown``: never reached, or nothing could be read:
     :func:`known_state`), ``headline`` (the card's word: :func:`probes.fold.headline.headline`), ``phase``
     (phase id of docs/architecture.md; null before a log line was read), ``progress`` (``{"phase", "done",
-    "total", "fraction"}`` or null), ``readiness`` (docs/architecture.md's ladder: ``inactive``,
+    "total", "fraction"}`` of the current phase's bar, or null), ``readiness`` (docs/architecture.md's ladder: ``inactive``,
     ``port_closed``, ``http_unhealthy``, ``healthy``, ``serving``, or ``unknown``), ``restarts``
     (NRestarts, or null), ``restart_loop`` (null, or ``{"starts", "causes", "gave_up"}``), ``gpus`` (list of ``index``, ``name``,
     ``mem_used_mib``, ``mem_total_mib``, ``util_pct``; null where not available), ``gpu_error``
@@ -93,8 +93,10 @@ def host_json(spec: HostSpec, s: HostState, now: float | None = None) -> dict[st
         "state": state,
         "headline": headline(s),
         "phase": phase,
+        # The current phase's bar only: a finished bar of an earlier phase ("weights 1/1" in init)
+        # read as this phase's progress.
         "progress": ({"phase": p.phase, "done": p.done, "total": p.total, "fraction": round(p.fraction, 4)}
-                     if p is not None else None),
+                     if p is not None and p.phase == s.phase else None),
         "readiness": s.readiness,
         "restarts": s.restart_counter,
         "restart_loop": ({"starts": max(len(s.failed_starts), 2),
