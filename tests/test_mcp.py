@@ -71,6 +71,12 @@ async def test_no_action_tool_without_allow_actions(tmp_path: Path) -> None:
         assert [(h["host"], h["unit"], h["ssh"]) for h in hosts["hosts"]] == [("gpu-x", "sglang.service", "root@127.0.0.1:9")]
         # a first call waits for the host's answer: refused, never "nothing wrong" (fresh-user check)
         assert hosts["hosts"][0]["verdict"]["level"] != "ok" and "answered" in hosts["hosts"][0], hosts
+        # never reached: "unknown" as host_status (and status --json) say it, not "waiting" (no start
+        # seen on a host that was read), and not "answered" (a tester's finding)
+        h, status = hosts["hosts"][0], await call(s, "host_status", host="gpu-x")
+        assert (h["state"], h["headline"], h["readiness"]) == (status["state"], status["headline"], status["readiness"])
+        assert (h["state"], h["answered"]) == ("unknown", False), h
+        assert "unknown" in (tools["list_hosts"].description or "")
         wrong = await s.call_tool("host_status", {"host": "gpu-y"})
         assert wrong.is_error and "no host named 'gpu-y'; the hosts are: gpu-x" in wrong.content[0].text
         bad = await s.call_tool("log", {"host": "gpu-x", "grep": "("})
@@ -182,3 +188,4 @@ async def test_session_tools_on_the_demo_hosts() -> None:
         assert [line["text"][-33:] for line in log["lines"]][-1].endswith("restart counter is at 3.")
     finally:
         await session.stop()
+

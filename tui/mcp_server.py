@@ -12,7 +12,9 @@ The tools and what they return (JSON; every string from a host is sanitised,
 :func:`probes.hosttext.one_line`):
 
 * ``list_hosts()`` → ``{"hosts": [{"host", "unit", "ssh", "engine", "state", "headline",
-  "readiness", "verdict": {"level", "sentence"}}]}``.
+  "readiness", "answered", "verdict": {"level", "sentence"}}]}``: ``host_status``'s fields
+  (:func:`tui.status.look_json`), ``answered`` false for a host that did not answer in time or
+  could not be reached at all.
 * ``host_status(host)`` → the object ``upwatch status --json`` prints for the host
   (:func:`tui.status.host_json`), once the host answered (at most :data:`ANSWER_WAIT_S`).
 * ``wait_ready(host, until="ready"|"healthy"|"serving", timeout_s=1800)`` → ``{"outcome"
@@ -50,7 +52,6 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from probes.clock import Clock, WallClock
 from probes.data.state import HostState
-from probes.fold.headline import headline
 from probes.hosttext import one_line
 from probes.ops.actions import ActionRefused, execute, plan
 from probes.sources.nvml import NvmlSource
@@ -62,8 +63,8 @@ from probes.watch.watcher import HostWatcher
 from tui import __version__
 from tui.config import Config
 from tui.host_report import watcher_report
-from tui.look import Answered
-from tui.status import host_json, no_answer
+from tui.look import Answered, never_reached
+from tui.status import look_json
 from tui.wait import OUTCOMES, describe, read_backlog, settle
 
 #: Real seconds ``host_status`` (and ``log``, ``report``) wait for a host's first full answer.
@@ -177,24 +178,20 @@ class Session:
         out = []
         now = self.clock.now()
         for w, answered in looks:
-            s = w.state(now)
-            item = host_json(w.spec, s, now)
-            if not answered and item["connection"] == "ok" and s.unit_state is None:
-                no_answer(item, ANSWER_WAIT_S)
+            # the fields of host_status's object (one state: "unknown" for a host never reached)
+            item = look_json(w.spec, w.state(now), answered, ANSWER_WAIT_S, now)
             v = item["verdict"]
-            out.append({"host": w.name, "unit": s.unit, "ssh": w.spec.target, "engine": s.engine,
-                        "state": s.state, "headline": headline(s), "readiness": s.readiness,
-                        "answered": answered, "verdict": {"level": v["level"], "sentence": v["sentence"]}})
+            out.append({"host": w.name, "unit": item["unit"], "ssh": w.spec.target, "engine": item["engine"],
+                        "state": item["state"], "headline": item["headline"], "readiness": item["readiness"],
+                        # the wait for an answer also ends when the host could not be reached at all
+                        "answered": answered and not never_reached(w),
+                        "verdict": {"level": v["level"], "sentence": v["sentence"]}})
         return clean_obj({"hosts": out})
 
     async def host_status(self, host: str) -> dict[str, Any]:
         """``host_status``: ``upwatch status --json``'s object for ``host``."""
         w, answered = await self.answered(host)
-        s = w.state()
-        item = host_json(w.spec, s, self.clock.now())
-        if not answered and item["connection"] == "ok" and s.unit_state is None:
-            no_answer(item, ANSWER_WAIT_S)
-        return clean_obj(item)
+        return clean_obj(look_json(w.spec, w.state(), answered, ANSWER_WAIT_S, self.clock.now()))
 
     async def wait_ready(self, host: str, until: str, timeout_s: float,
                          progress: Callable[[float, str], Any] | None = None) -> dict[str, Any]:
@@ -339,10 +336,11 @@ def build_server(session: Session) -> MCPServer[None]:
     @server.tool()
     async def list_hosts() -> dict[str, Any]:
         """The hosts upwatch watches, once each has answered (at most a few seconds): {"hosts":
-        [{"host", "unit", "ssh", "engine", "state" (waiting, loading, ready, failed, stopped),
+        [{"host", "unit", "ssh", "engine", "state" (waiting: read, no start seen yet; loading,
+        ready, failed, stopped; unknown: never reached, or nothing could be read),
         "headline" (the card's first word), "readiness" (inactive, port_closed, http_unhealthy,
-        healthy, serving, unknown), "answered" (false: the host did not answer in time, and the
-        verdict says so), "verdict": {"level" (ok, info, warning, error), "sentence"}}]}."""
+        healthy, serving, unknown), "answered" (false: the host did not answer in time or could
+        not be reached, and the verdict says so), "verdict": {"level" (ok, info, warning, error), "sentence"}}]}."""
         return await session.list_hosts()
 
     @server.tool()

@@ -236,6 +236,16 @@ def state_text(s: HostState) -> str:
 
 
 
+def look_json(spec: HostSpec, s: HostState, answered: bool, timeout_s: float, now: float | None) -> dict[str, Any]:
+    """:func:`host_json` of one look (``status --json``, ``--watch``'s first line, the MCP tools):
+    a host that gave no answer at all within ``timeout_s`` (``answered`` false, the connection
+    not failing, no unit state, the unit and journal not failing either) says so (:func:`no_answer`)."""
+    item = host_json(spec, s, now)
+    if not answered and item["connection"] == "ok" and s.unit_state is None and not blind_failures(s):
+        no_answer(item, timeout_s)
+    return item
+
+
 def no_answer(item: dict[str, Any], timeout_s: float) -> None:
     """A host that gave no answer at all within the timeout: say so in ``connection`` and as the
     verdict, instead of "nothing wrong seen"."""
@@ -306,10 +316,7 @@ async def watch(config: Config, out: IO[str], *, timeout_s: float = 15.0, tick_s
                 key = change_key(s)
                 if key == prev:
                     continue
-                item = host_json(w.spec, s, clock.now())
-                if (prev is None and not done(w) and item["connection"] == "ok" and s.unit_state is None
-                        and not blind_failures(s)):
-                    no_answer(item, timeout_s)
+                item = look_json(w.spec, s, prev is not None or done(w), timeout_s, clock.now())
                 item["time"] = _local(clock.now())
                 item["phases"] = [{"phase": sp.phase, "began": _local(sp.began),
                                    "duration_s": round(sp.duration_s, 3) if sp.duration_s is not None else None}
@@ -420,10 +427,7 @@ def _print(results: list[tuple[HostSpec, HostState, bool]], *, as_json: bool, ti
     if as_json:
         items = []
         for spec, s, answered in results:
-            item = host_json(spec, s, time.time())
-            if not answered and item["connection"] == "ok" and s.unit_state is None and not blind_failures(s):
-                no_answer(item, timeout_s)
-            items.append(item)
+            items.append(look_json(spec, s, answered, timeout_s, time.time()))
         out.write(json_text(items, indent=2))
         out.write("\n")
     else:
