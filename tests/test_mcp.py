@@ -189,3 +189,45 @@ async def test_session_tools_on_the_demo_hosts() -> None:
     finally:
         await session.stop()
 
+
+@asynccontextmanager
+async def _demo_session() -> AsyncIterator[Any]:
+    """A :class:`tui.mcp_server.Session` on two recorded demo starts that have played out
+    (ReplayRunner): gpu-node-1 ready, gpu-node-2 a restart loop stopped by the start limit."""
+    from probes.clock import WallClock
+    from probes.spec import HostSpec
+    from probes.transport.replay.runner import ReplayRunner
+    from tui.config import Config
+    from tui.demo import demo_scenarios
+    from tui.mcp_server import Session
+
+    clock = WallClock()
+    t0 = clock.now() - 600
+    scenarios = {s.host: s for s in demo_scenarios(t0) if s.host in ("gpu-node-1", "gpu-node-2")}
+    config = Config(hosts=tuple(HostSpec(s.host, s.unit, s.port, s.engine) for s in scenarios.values()))
+    session = Session(config, runner_factory=lambda spec: ReplayRunner(scenarios[spec.name], clock, start=t0),
+                      gpu_source_factory=lambda spec: None, clock=clock)
+    session.start()
+    try:
+        yield session
+    finally:
+        await session.stop()
+
+
+async def _wait_after_a_restart_that_shows_no_new_start(timeout_s: float) -> tuple[dict[str, Any], list[str]]:
+    """``wait_ready`` on the demo's ready gpu-node-1 after a (pretended) restart of this session
+    that no new start follows: its answer and progress messages."""
+    async with _demo_session() as session:
+        assert (await session.host_status("gpu-node-1"))["state"] == "ready"
+        session.restarted["gpu-node-1"] = (session.clock.now() + 5, 0.0)  # no start after it will come
+        lines: list[str] = []
+        got = await session.wait_ready("gpu-node-1", "ready", timeout_s, lambda waited, line: lines.append(line))
+    assert (got["outcome"], got["exit_code"]) == ("timeout", 3), got
+    return got, lines
+
+
+async def test_wait_ready_s_timeout_sentence_says_the_asked_timeout() -> None:
+    # It gave the time left after the backlog ("not ready after 1.49987 s"; 5.99591 s for 8)
+    # where wait and the docs say the asked timeout (a tester's finding).
+    got, _ = await _wait_after_a_restart_that_shows_no_new_start(1.5)
+    assert got["sentence"].startswith("not ready after 1.5 s: no start after the restart was seen: "), got

@@ -234,8 +234,7 @@ class Session:
             async with self.changes(host) as changed:
                 await read_backlog(w, changed, timeout_s, self._has_answered)
                 end = await settle(w, changed, since=since, until="serving" if until == "serving" else "ready",
-                                   unit_after=unit_after, timeout_s=max(0.0, timeout_s - (time.monotonic() - t0)),
-                                   on_state=on_state)
+                                   unit_after=unit_after, timeout_s=timeout_s, started=t0, on_state=on_state)
             # the last lines' notifications go out before the answer (bounded: a stuck client)
             joined = asyncio.ensure_future(lines.join())
             await asyncio.wait([joined], timeout=5.0)

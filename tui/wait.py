@@ -316,7 +316,8 @@ async def read_backlog(w: HostWatcher, changed: asyncio.Event, timeout_s: float,
 
 async def settle(w: HostWatcher, changed: asyncio.Event, *, since: float, until: str, timeout_s: float,
                  unit_after: float = 0.0, restart_failed: bool = False,
-                 on_state: Callable[[HostState, int | None], None] | None = None) -> WaitEnd:
+                 on_state: Callable[[HostState, int | None], None] | None = None,
+                 started: float | None = None) -> WaitEnd:
     """Watch a started watcher until :func:`outcome` decides or ``timeout_s`` real seconds pass:
     ``upwatch wait``'s loop, also the MCP ``wait_ready`` tool's.
 
@@ -330,12 +331,14 @@ async def settle(w: HostWatcher, changed: asyncio.Event, *, since: float, until:
             a failed start.
         on_state: called with each snapshot looked at and the code it decided (None: waiting on),
             e.g. to print a progress line; it must be cheap.
+        started: when the wait began (``time.monotonic()``; default: now): the timeout counts
+            from then, and the sentences say ``timeout_s`` as asked, not the time left.
 
     Returns:
         The :class:`WaitEnd`. A failure or restart loop systemd reported first is held for up to
         :data:`LOG_GRACE_S` for the journal to deliver the line that says why.
     """
-    deadline = time.monotonic() + timeout_s
+    deadline = (time.monotonic() if started is None else started) + timeout_s
     grace_until: float | None = None
     clock = w.clock
     while True:
