@@ -231,3 +231,11 @@ async def test_wait_ready_s_timeout_sentence_says_the_asked_timeout() -> None:
     # where wait and the docs say the asked timeout (a tester's finding).
     got, _ = await _wait_after_a_restart_that_shows_no_new_start(1.5)
     assert got["sentence"].startswith("not ready after 1.5 s: no start after the restart was seen: "), got
+
+
+async def test_wait_ready_s_progress_says_the_process_is_the_old_one() -> None:
+    # After this session's restart, while the unit still shows the process from before it,
+    # progress said "HOST: ready · serving" where `wait --restart` says "(the process from before
+    # the restart)" (a tester's finding).
+    _, lines = await _wait_after_a_restart_that_shows_no_new_start(1.0)
+    assert lines and all(line.endswith(" (the process from before the restart)") for line in lines), lines

@@ -65,7 +65,7 @@ from tui.config import Config
 from tui.host_report import watcher_report
 from tui.look import Answered, never_reached
 from tui.status import look_json
-from tui.wait import OUTCOMES, describe, read_backlog, settle
+from tui.wait import OUTCOMES, progress_line, read_backlog, settle
 
 #: Real seconds ``host_status`` (and ``log``, ``report``) wait for a host's first full answer.
 ANSWER_WAIT_S = 15.0
@@ -213,7 +213,7 @@ class Session:
 
         def on_state(s: HostState, code: int | None) -> None:
             nonlocal last
-            line = one_line(describe(s))
+            line = progress_line(s, since)
             if line != last:
                 last = line
                 lines.put_nowait(line)

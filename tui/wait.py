@@ -112,6 +112,13 @@ def describe(s: HostState, *, old: bool = False) -> str:
     return line + " (the process from before the restart)" if old else line
 
 
+def progress_line(s: HostState, since: float) -> str:
+    """The line ``wait`` prints per change in a pipe or log, and the MCP ``wait_ready`` tool's
+    progress message: :func:`describe`, saying when the process is the one from before the
+    restart (:func:`is_old`); host text sanitised."""
+    return one_line(describe(s, old=is_old(s, since)))
+
+
 def is_old(s: HostState, since: float) -> bool:
     """With ``--restart`` (``since`` > 0): the unit's current process began before ``since`` (the
     restart has not shown a new start yet)."""
@@ -248,8 +255,8 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
             nonlocal last
             old = is_old(s, since)
             # download words are host text: through the one sanitiser
-            text = one_line(tty_line(s, clock.now(), width - 22 if old else width) + (" (before the restart)" if old else "")
-                            if tty else describe(s, old=old))
+            text = (one_line(tty_line(s, clock.now(), width - 22 if old else width) + (" (before the restart)" if old else ""))
+                    if tty else progress_line(s, since))
             if code is None and not answered(w):
                 # the journal's backlog is still coming: its first lines are history
                 text = f"{spec.name}: connecting…" if tty else last
