@@ -239,3 +239,13 @@ async def test_wait_ready_s_progress_says_the_process_is_the_old_one() -> None:
     # the restart)" (a tester's finding).
     _, lines = await _wait_after_a_restart_that_shows_no_new_start(1.0)
     assert lines and all(line.endswith(" (the process from before the restart)") for line in lines), lines
+
+
+async def test_wait_ready_s_hint_is_status_s_for_a_start_limit_loop() -> None:
+    # The decisive line's hint was the line's own (GPU memory advice), without the start limit's
+    # "`systemctl reset-failed` the unit after the fix" that status --json and wait give.
+    async with _demo_session() as session:
+        status = await session.host_status("gpu-node-2")
+        loop = await session.wait_ready("gpu-node-2", "ready", 30)
+    assert loop["outcome"] == "restart_loop" and "reset-failed" in status["hint"], (loop, status["hint"])
+    assert loop["decisive_line"]["hint"] == status["hint"]

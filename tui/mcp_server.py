@@ -246,7 +246,9 @@ class Session:
         return clean_obj({"outcome": OUTCOMES[end.code], "exit_code": end.code, "sentence": end.sentence,
                       "decisive_line": ({"text": err.text, "line": err.line,
                                          "time": _iso_utc(s.failed_at), "cause": err.cause,
-                                         "hint": err.hint or None} if err is not None else None)})
+                                         # the start's hint (status --json's, wait's), not only the line's:
+                                         # a start-limit loop adds its reset-failed
+                                         "hint": s.hint or None} if err is not None else None)})
 
     async def log(self, host: str, lines: int = 50, grep: str | None = None) -> dict[str, Any]:
         """``log``: the last ``lines`` journal entries kept, or those matching ``grep``."""
