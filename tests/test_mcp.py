@@ -249,3 +249,19 @@ async def test_wait_ready_s_hint_is_status_s_for_a_start_limit_loop() -> None:
         loop = await session.wait_ready("gpu-node-2", "ready", 30)
     assert loop["outcome"] == "restart_loop" and "reset-failed" in status["hint"], (loop, status["hint"])
     assert loop["decisive_line"]["hint"] == status["hint"]
+
+
+async def test_every_time_an_agent_reads_is_one_format() -> None:
+    # status --json wrote the decisive line's time with the local offset (+00:00), wait_ready
+    # and log with Z: one helper now, ISO 8601 UTC with Z, as the docs promise.
+    import re
+
+    utc = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+    async with _demo_session() as session:
+        status = await session.host_status("gpu-node-2")
+        loop = await session.wait_ready("gpu-node-2", "ready", 30)
+        log = await session.log("gpu-node-2", 5)
+    assert loop["decisive_line"]["time"] == status["error"]["time"], (loop, status["error"])
+    assert utc.fullmatch(status["error"]["time"]), status["error"]
+    assert all(utc.fullmatch(k["since"]) for k in status["knowledge"].values() if k["since"]), status["knowledge"]
+    assert log["lines"] and all(line["time"] is None or utc.fullmatch(line["time"]) for line in log["lines"])

@@ -64,7 +64,7 @@ from tui import __version__
 from tui.config import Config
 from tui.host_report import watcher_report
 from tui.look import Answered, never_reached
-from tui.status import look_json
+from tui.status import iso_utc, look_json
 from tui.wait import OUTCOMES, progress_line, read_backlog, settle
 
 #: Real seconds ``host_status`` (and ``log``, ``report``) wait for a host's first full answer.
@@ -245,7 +245,7 @@ class Session:
         err = s.error if end.code in (1, 2) else None
         return clean_obj({"outcome": OUTCOMES[end.code], "exit_code": end.code, "sentence": end.sentence,
                       "decisive_line": ({"text": err.text, "line": err.line,
-                                         "time": _iso_utc(s.failed_at), "cause": err.cause,
+                                         "time": iso_utc(s.failed_at), "cause": err.cause,
                                          # the start's hint (status --json's, wait's), not only the line's:
                                          # a start-limit loop adds its reset-failed
                                          "hint": s.hint or None} if err is not None else None)})
@@ -264,7 +264,7 @@ class Session:
         if pattern is not None:
             shown = [(e, text) for e, text in shown if pattern.search(text)]
         return {"host": host, "kept": len(kept),
-                "lines": [{"line": e.seq, "time": _iso_utc(e.time), "text": text, "systemd": e.systemd}
+                "lines": [{"line": e.seq, "time": iso_utc(e.time), "text": text, "systemd": e.systemd}
                           for e, text in shown[-lines:]]}
 
     async def report(self, host: str) -> str:
@@ -296,10 +296,6 @@ class Session:
             self.restarted.pop(host, None)
         return clean_obj({"host": host, "action": action, "command": p.shown, "outcome": result.outcome,
                       "exit_status": result.exit_status, "output": result.output})
-
-
-def _iso_utc(t: float | None) -> str | None:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t)) if t is not None else None
 
 
 def clean_obj(obj: dict[str, Any]) -> dict[str, Any]:
