@@ -41,6 +41,7 @@ A tool given an unknown host, a bad ``until`` or ``grep``, returns an error resu
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import time
 from collections.abc import AsyncIterator, Callable
@@ -395,11 +396,38 @@ def build_server(session: Session) -> MCPServer[None]:
     return server
 
 
+#: The SDK's logger that debug-logs what its stdio transport could not read (mcp 2.x:
+#: ``JSONRPCDispatcher._dispatch``, "transport yielded exception: %r").
+_SDK_DISPATCH_LOGGER = "mcp.shared.jsonrpc_dispatcher"
+
+
+class _SayUnreadableInput(logging.Filter):
+    """Says on stderr a line of standard input that is not a JSON-RPC message. The SDK's stdio
+    transport hands its parse failure to the dispatcher, which has no hook reachable from
+    :meth:`MCPServer.run` (``on_stream_exception`` is not passed on the server side) and only
+    debug-logs it: no parse error (-32700) goes back, and without this nothing is said. This
+    filter takes that log record (its other debug records stay dropped)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        import sys
+
+        if str(record.msg).startswith("transport yielded exception") and record.args:
+            exc = record.args[0] if isinstance(record.args, tuple) else record.args
+            print(f"upwatch mcp: a line on standard input is not a JSON-RPC message (ignored): "
+                  f"{one_line(str(exc), max_chars=300)}", file=sys.stderr, flush=True)
+            return False
+        return record.levelno >= logging.WARNING
+
+
 def run_mcp(config: Config, *, allow_actions: bool) -> int:
     """Serve ``config``'s hosts over stdio until the client closes the connection; returns 0.
-    Nothing but the protocol is written to stdout (a history problem goes to stderr)."""
+    Nothing but the protocol is written to stdout (a history problem, or a line of input that is
+    not JSON-RPC, goes to stderr)."""
     import sys
 
+    sdk = logging.getLogger(_SDK_DISPATCH_LOGGER)
+    sdk.setLevel(logging.DEBUG)
+    sdk.addFilter(_SayUnreadableInput())
     history = History()
     if history.problem:
         print(f"upwatch mcp: {history.problem}", file=sys.stderr)
