@@ -71,6 +71,12 @@ async def test_no_action_tool_without_allow_actions(tmp_path: Path) -> None:
         assert [(h["host"], h["unit"], h["ssh"]) for h in hosts["hosts"]] == [("gpu-x", "sglang.service", "root@127.0.0.1:9")]
         # a first call waits for the host's answer: refused, never "nothing wrong" (fresh-user check)
         assert hosts["hosts"][0]["verdict"]["level"] != "ok" and "answered" in hosts["hosts"][0], hosts
+        # never reached: "unknown" as host_status (and status --json) say it, not "waiting" (no start
+        # seen on a host that was read), and not "answered" (a tester's finding)
+        h, status = hosts["hosts"][0], await call(s, "host_status", host="gpu-x")
+        assert (h["state"], h["headline"], h["readiness"]) == (status["state"], status["headline"], status["readiness"])
+        assert (h["state"], h["answered"]) == ("unknown", False), h
+        assert "unknown" in (tools["list_hosts"].description or "")
         wrong = await s.call_tool("host_status", {"host": "gpu-y"})
         assert wrong.is_error and "no host named 'gpu-y'; the hosts are: gpu-x" in wrong.content[0].text
         bad = await s.call_tool("log", {"host": "gpu-x", "grep": "("})
@@ -182,3 +188,100 @@ async def test_session_tools_on_the_demo_hosts() -> None:
         assert [line["text"][-33:] for line in log["lines"]][-1].endswith("restart counter is at 3.")
     finally:
         await session.stop()
+
+
+@asynccontextmanager
+async def _demo_session() -> AsyncIterator[Any]:
+    """A :class:`tui.mcp_server.Session` on two recorded demo starts that have played out
+    (ReplayRunner): gpu-node-1 ready, gpu-node-2 a restart loop stopped by the start limit."""
+    from probes.clock import WallClock
+    from probes.spec import HostSpec
+    from probes.transport.replay.runner import ReplayRunner
+    from tui.config import Config
+    from tui.demo import demo_scenarios
+    from tui.mcp_server import Session
+
+    clock = WallClock()
+    t0 = clock.now() - 600
+    scenarios = {s.host: s for s in demo_scenarios(t0) if s.host in ("gpu-node-1", "gpu-node-2")}
+    config = Config(hosts=tuple(HostSpec(s.host, s.unit, s.port, s.engine) for s in scenarios.values()))
+    session = Session(config, runner_factory=lambda spec: ReplayRunner(scenarios[spec.name], clock, start=t0),
+                      gpu_source_factory=lambda spec: None, clock=clock)
+    session.start()
+    try:
+        yield session
+    finally:
+        await session.stop()
+
+
+async def _wait_after_a_restart_that_shows_no_new_start(timeout_s: float) -> tuple[dict[str, Any], list[str]]:
+    """``wait_ready`` on the demo's ready gpu-node-1 after a (pretended) restart of this session
+    that no new start follows: its answer and progress messages."""
+    async with _demo_session() as session:
+        assert (await session.host_status("gpu-node-1"))["state"] == "ready"
+        session.restarted["gpu-node-1"] = (session.clock.now() + 5, 0.0)  # no start after it will come
+        lines: list[str] = []
+        got = await session.wait_ready("gpu-node-1", "ready", timeout_s, lambda waited, line: lines.append(line))
+    assert (got["outcome"], got["exit_code"]) == ("timeout", 3), got
+    return got, lines
+
+
+async def test_wait_ready_s_timeout_sentence_says_the_asked_timeout() -> None:
+    # It gave the time left after the backlog ("not ready after 1.49987 s"; 5.99591 s for 8)
+    # where wait and the docs say the asked timeout (a tester's finding).
+    got, _ = await _wait_after_a_restart_that_shows_no_new_start(1.5)
+    assert got["sentence"].startswith("not ready after 1.5 s: no start after the restart was seen: "), got
+
+
+async def test_wait_ready_s_progress_says_the_process_is_the_old_one() -> None:
+    # After this session's restart, while the unit still shows the process from before it,
+    # progress said "HOST: ready · serving" where `wait --restart` says "(the process from before
+    # the restart)" (a tester's finding).
+    _, lines = await _wait_after_a_restart_that_shows_no_new_start(1.0)
+    assert lines and all(line.endswith(" (the process from before the restart)") for line in lines), lines
+
+
+async def test_wait_ready_s_hint_is_status_s_for_a_start_limit_loop() -> None:
+    # The decisive line's hint was the line's own (GPU memory advice), without the start limit's
+    # "`systemctl reset-failed` the unit after the fix" that status --json and wait give.
+    async with _demo_session() as session:
+        status = await session.host_status("gpu-node-2")
+        loop = await session.wait_ready("gpu-node-2", "ready", 30)
+    assert loop["outcome"] == "restart_loop" and "reset-failed" in status["hint"], (loop, status["hint"])
+    assert loop["decisive_line"]["hint"] == status["hint"]
+
+
+async def test_every_time_an_agent_reads_is_one_format() -> None:
+    # status --json wrote the decisive line's time with the local offset (+00:00), wait_ready
+    # and log with Z: one helper now, ISO 8601 UTC with Z, as the docs promise.
+    import re
+
+    utc = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+    async with _demo_session() as session:
+        status = await session.host_status("gpu-node-2")
+        loop = await session.wait_ready("gpu-node-2", "ready", 30)
+        log = await session.log("gpu-node-2", 5)
+    assert loop["decisive_line"]["time"] == status["error"]["time"], (loop, status["error"])
+    assert utc.fullmatch(status["error"]["time"]), status["error"]
+    assert all(utc.fullmatch(k["since"]) for k in status["knowledge"].values() if k["since"]), status["knowledge"]
+    assert log["lines"] and all(line["time"] is None or utc.fullmatch(line["time"]) for line in log["lines"])
+
+
+def test_a_line_that_is_not_json_rpc_is_said_on_stderr(tmp_path: Path) -> None:
+    # `printf 'not json\n...' | upwatch mcp` dropped the line without a word (a tester's finding).
+    # The SDK (mcp 2.x) cannot answer JSON-RPC's parse error (-32700) on stdio: its stdio
+    # transport hands the failure to the dispatcher, which only debug-logs it (no hook reachable
+    # from MCPServer.run). Its log record is lifted to a warning on stderr; later requests are answered.
+    import subprocess
+
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "0"}}}
+    done = subprocess.run([sys.executable, "-m", "tui", "mcp", "--config", str(_unreachable_config(tmp_path))],
+                          input="not json\n" + json.dumps(init) + "\n", capture_output=True, text=True,
+                          cwd=str(ROOT), env={**os.environ, "UPWATCH_DATA_DIR": os.environ["UPWATCH_DATA_DIR"]},
+                          timeout=60)
+    answers = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    assert [a.get("id") for a in answers] == [1] and "result" in answers[0], done.stdout
+    assert "upwatch mcp: a line on standard input is not a JSON-RPC message (ignored): " in done.stderr, done.stderr
+    assert "not json" in done.stderr, done.stderr

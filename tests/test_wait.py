@@ -159,3 +159,18 @@ def test_a_unit_that_does_not_exist_exits_1_at_once(systemd_host: SystemdHost) -
     assert code == EXIT_FAILED, out
     assert out.splitlines()[-1] == "gpu-node-3: Unit nosuch.service does not exist on this host: check its name (systemctl list-unit-files there lists the units)."
     assert time.monotonic() - started < 30  # not the timeout, nor the wait for a decisive line
+
+
+def test_a_journal_that_fails_to_be_read_at_the_timeout_exits_4_not_3(systemd_host: SystemdHost) -> None:
+    # journalctl fails on the host for a reason not known to last (a damaged journal file): before
+    # BLIND_GIVE_UP_S the wait goes on; at a shorter timeout it exited 3, "not ready after 6 s:
+    # Cannot read the journal: ..." (a tester's finding), as if the host had been read and were not
+    # ready. What decides readiness was not read: 4, with why.
+    from testhost import _write_script
+
+    _write_script(systemd_host.shims / "journalctl",
+                  "#!/bin/sh\necho 'Failed to iterate through journal: Bad message' >&2\nexit 1\n")
+    code, out = wait_on(systemd_host, "fake-llm.service", 30000, restart=False, until="ready", timeout_s=6)
+    assert code == EXIT_UNREACHABLE, out
+    assert out.splitlines()[-1].startswith("gpu-node-3: cannot see after 6 s: "), out
+    assert "journal" in out.splitlines()[-1], out

@@ -176,3 +176,34 @@ async def test_a_failure_seen_as_the_time_runs_out_is_the_failure_not_a_timeout(
 
     end = await settle(Looked(), asyncio.Event(), since=T0, until="ready", timeout_s=0.0)  # type: ignore[arg-type]
     assert end.code == EXIT_LOOP != EXIT_TIMEOUT, end
+
+
+@pytest.mark.parametrize("probe", ["journal", "unit"])
+async def test_a_timeout_while_the_unit_or_journal_cannot_be_read_is_4_not_3(probe: str) -> None:
+    # `upwatch wait --timeout 10` on a host whose journalctl fails exited 3, "not ready after 10 s:
+    # Cannot read the journal: ..." (a tester's finding): 3 reads "read, not ready yet", but what
+    # decides readiness was not read. Before BLIND_GIVE_UP_S the wait goes on; at its timeout the
+    # answer is 4 with the reason. A host read and not ready stays 3.
+    import asyncio
+
+    from probes.clock import ManualClock
+    from probes.data.events import ProbeFailure
+    from tui.wait import EXIT_TIMEOUT, settle
+
+    failing = ProbeFailure(T0 + 25, probe, "command", f"journalctl exited 1: Failed to open {probe}")
+    blind = state(failures=(failing,))
+
+    class Looked:  # the one watcher method and attribute settle uses
+        def __init__(self, s: HostState) -> None:
+            self.s = s
+            self.clock = ManualClock(T0 + 30)  # 5 s of failing: less than BLIND_GIVE_UP_S
+
+        def state(self) -> HostState:
+            return self.s
+
+    assert outcome(blind, since=0, until="ready", now=T0 + 30) is None  # it may come back: wait on
+    end = await settle(Looked(blind), asyncio.Event(), since=0, until="ready", timeout_s=0.0)  # type: ignore[arg-type]
+    assert end.code == EXIT_UNREACHABLE, end
+    assert end.sentence == f"gpu-node-3: cannot see after 0 s: the {probe}: {failing.message}", end
+    read = await settle(Looked(state()), asyncio.Event(), since=0, until="ready", timeout_s=0.0)  # type: ignore[arg-type]
+    assert read.code == EXIT_TIMEOUT and read.sentence.startswith("not ready after 0 s: "), read

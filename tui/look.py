@@ -26,15 +26,23 @@ T = TypeVar("T")
 JOURNAL_QUIET_S = 0.5
 
 
+def never_reached(w: HostWatcher) -> bool:
+    """``w`` could not connect at all: the connection fails and no unit state was ever read. Such
+    a host has not answered, though waiting for its answer is over (:class:`Answered`)."""
+    return w.model.unreachable() and w.model.last_unit() is None
+
+
 class Answered:
-    """Tells when a watcher has answered once: each probe delivered or failed, and the journal's
-    backlog is read (no new entry for :data:`JOURNAL_QUIET_S`, on the monotonic clock)."""
+    """Tells when the wait for a watcher's first answer is over: each probe delivered or failed,
+    and the journal's backlog is read (no new entry for :data:`JOURNAL_QUIET_S`, on the monotonic
+    clock); or it could not connect at all (:func:`never_reached`: nothing more will come before
+    the timeout; it did not answer, which a caller that says "answered" must tell apart)."""
 
     def __init__(self) -> None:
         self._last: dict[int, tuple[int, float]] = {}
 
     def __call__(self, w: HostWatcher) -> bool:
-        if w.model.unreachable() and w.model.last_unit() is None:
+        if never_reached(w):
             return True  # could not connect at all: nothing more will come before the timeout
         if not w.answered():
             return False

@@ -12,7 +12,9 @@ The tools and what they return (JSON; every string from a host is sanitised,
 :func:`probes.hosttext.one_line`):
 
 * ``list_hosts()`` → ``{"hosts": [{"host", "unit", "ssh", "engine", "state", "headline",
-  "readiness", "verdict": {"level", "sentence"}}]}``.
+  "readiness", "answered", "verdict": {"level", "sentence"}}]}``: ``host_status``'s fields
+  (:func:`tui.status.look_json`), ``answered`` false for a host that did not answer in time or
+  could not be reached at all.
 * ``host_status(host)`` → the object ``upwatch status --json`` prints for the host
   (:func:`tui.status.host_json`), once the host answered (at most :data:`ANSWER_WAIT_S`).
 * ``wait_ready(host, until="ready"|"healthy"|"serving", timeout_s=1800)`` → ``{"outcome"
@@ -39,6 +41,7 @@ A tool given an unknown host, a bad ``until`` or ``grep``, returns an error resu
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import time
 from collections.abc import AsyncIterator, Callable
@@ -50,7 +53,6 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from probes.clock import Clock, WallClock
 from probes.data.state import HostState
-from probes.fold.headline import headline
 from probes.hosttext import one_line
 from probes.ops.actions import ActionRefused, execute, plan
 from probes.sources.nvml import NvmlSource
@@ -62,9 +64,9 @@ from probes.watch.watcher import HostWatcher
 from tui import __version__
 from tui.config import Config
 from tui.host_report import watcher_report
-from tui.look import Answered
-from tui.status import host_json, no_answer
-from tui.wait import OUTCOMES, describe, read_backlog, settle
+from tui.look import Answered, never_reached
+from tui.status import iso_utc, look_json
+from tui.wait import OUTCOMES, progress_line, read_backlog, settle
 
 #: Real seconds ``host_status`` (and ``log``, ``report``) wait for a host's first full answer.
 ANSWER_WAIT_S = 15.0
@@ -177,24 +179,20 @@ class Session:
         out = []
         now = self.clock.now()
         for w, answered in looks:
-            s = w.state(now)
-            item = host_json(w.spec, s, now)
-            if not answered and item["connection"] == "ok" and s.unit_state is None:
-                no_answer(item, ANSWER_WAIT_S)
+            # the fields of host_status's object (one state: "unknown" for a host never reached)
+            item = look_json(w.spec, w.state(now), answered, ANSWER_WAIT_S, now)
             v = item["verdict"]
-            out.append({"host": w.name, "unit": s.unit, "ssh": w.spec.target, "engine": s.engine,
-                        "state": s.state, "headline": headline(s), "readiness": s.readiness,
-                        "answered": answered, "verdict": {"level": v["level"], "sentence": v["sentence"]}})
+            out.append({"host": w.name, "unit": item["unit"], "ssh": w.spec.target, "engine": item["engine"],
+                        "state": item["state"], "headline": item["headline"], "readiness": item["readiness"],
+                        # the wait for an answer also ends when the host could not be reached at all
+                        "answered": answered and not never_reached(w),
+                        "verdict": {"level": v["level"], "sentence": v["sentence"]}})
         return clean_obj({"hosts": out})
 
     async def host_status(self, host: str) -> dict[str, Any]:
         """``host_status``: ``upwatch status --json``'s object for ``host``."""
         w, answered = await self.answered(host)
-        s = w.state()
-        item = host_json(w.spec, s, self.clock.now())
-        if not answered and item["connection"] == "ok" and s.unit_state is None:
-            no_answer(item, ANSWER_WAIT_S)
-        return clean_obj(item)
+        return clean_obj(look_json(w.spec, w.state(), answered, ANSWER_WAIT_S, self.clock.now()))
 
     async def wait_ready(self, host: str, until: str, timeout_s: float,
                          progress: Callable[[float, str], Any] | None = None) -> dict[str, Any]:
@@ -216,7 +214,7 @@ class Session:
 
         def on_state(s: HostState, code: int | None) -> None:
             nonlocal last
-            line = one_line(describe(s))
+            line = progress_line(s, since)
             if line != last:
                 last = line
                 lines.put_nowait(line)
@@ -237,8 +235,7 @@ class Session:
             async with self.changes(host) as changed:
                 await read_backlog(w, changed, timeout_s, self._has_answered)
                 end = await settle(w, changed, since=since, until="serving" if until == "serving" else "ready",
-                                   unit_after=unit_after, timeout_s=max(0.0, timeout_s - (time.monotonic() - t0)),
-                                   on_state=on_state)
+                                   unit_after=unit_after, timeout_s=timeout_s, started=t0, on_state=on_state)
             # the last lines' notifications go out before the answer (bounded: a stuck client)
             joined = asyncio.ensure_future(lines.join())
             await asyncio.wait([joined], timeout=5.0)
@@ -249,8 +246,10 @@ class Session:
         err = s.error if end.code in (1, 2) else None
         return clean_obj({"outcome": OUTCOMES[end.code], "exit_code": end.code, "sentence": end.sentence,
                       "decisive_line": ({"text": err.text, "line": err.line,
-                                         "time": _iso_utc(s.failed_at), "cause": err.cause,
-                                         "hint": err.hint or None} if err is not None else None)})
+                                         "time": iso_utc(s.failed_at), "cause": err.cause,
+                                         # the start's hint (status --json's, wait's), not only the line's:
+                                         # a start-limit loop adds its reset-failed
+                                         "hint": s.hint or None} if err is not None else None)})
 
     async def log(self, host: str, lines: int = 50, grep: str | None = None) -> dict[str, Any]:
         """``log``: the last ``lines`` journal entries kept, or those matching ``grep``."""
@@ -266,7 +265,7 @@ class Session:
         if pattern is not None:
             shown = [(e, text) for e, text in shown if pattern.search(text)]
         return {"host": host, "kept": len(kept),
-                "lines": [{"line": e.seq, "time": _iso_utc(e.time), "text": text, "systemd": e.systemd}
+                "lines": [{"line": e.seq, "time": iso_utc(e.time), "text": text, "systemd": e.systemd}
                           for e, text in shown[-lines:]]}
 
     async def report(self, host: str) -> str:
@@ -298,10 +297,6 @@ class Session:
             self.restarted.pop(host, None)
         return clean_obj({"host": host, "action": action, "command": p.shown, "outcome": result.outcome,
                       "exit_status": result.exit_status, "output": result.output})
-
-
-def _iso_utc(t: float | None) -> str | None:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t)) if t is not None else None
 
 
 def clean_obj(obj: dict[str, Any]) -> dict[str, Any]:
@@ -339,10 +334,11 @@ def build_server(session: Session) -> MCPServer[None]:
     @server.tool()
     async def list_hosts() -> dict[str, Any]:
         """The hosts upwatch watches, once each has answered (at most a few seconds): {"hosts":
-        [{"host", "unit", "ssh", "engine", "state" (waiting, loading, ready, failed, stopped),
+        [{"host", "unit", "ssh", "engine", "state" (waiting: read, no start seen yet; loading,
+        ready, failed, stopped; unknown: never reached, or nothing could be read),
         "headline" (the card's first word), "readiness" (inactive, port_closed, http_unhealthy,
-        healthy, serving, unknown), "answered" (false: the host did not answer in time, and the
-        verdict says so), "verdict": {"level" (ok, info, warning, error), "sentence"}}]}."""
+        healthy, serving, unknown), "answered" (false: the host did not answer in time or could
+        not be reached, and the verdict says so), "verdict": {"level" (ok, info, warning, error), "sentence"}}]}."""
         return await session.list_hosts()
 
     @server.tool()
@@ -400,11 +396,38 @@ def build_server(session: Session) -> MCPServer[None]:
     return server
 
 
+#: The SDK's logger that debug-logs what its stdio transport could not read (mcp 2.x:
+#: ``JSONRPCDispatcher._dispatch``, "transport yielded exception: %r").
+_SDK_DISPATCH_LOGGER = "mcp.shared.jsonrpc_dispatcher"
+
+
+class _SayUnreadableInput(logging.Filter):
+    """Says on stderr a line of standard input that is not a JSON-RPC message. The SDK's stdio
+    transport hands its parse failure to the dispatcher, which has no hook reachable from
+    :meth:`MCPServer.run` (``on_stream_exception`` is not passed on the server side) and only
+    debug-logs it: no parse error (-32700) goes back, and without this nothing is said. This
+    filter takes that log record (its other debug records stay dropped)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        import sys
+
+        if str(record.msg).startswith("transport yielded exception") and record.args:
+            exc = record.args[0] if isinstance(record.args, tuple) else record.args
+            print(f"upwatch mcp: a line on standard input is not a JSON-RPC message (ignored): "
+                  f"{one_line(str(exc), max_chars=300)}", file=sys.stderr, flush=True)
+            return False
+        return record.levelno >= logging.WARNING
+
+
 def run_mcp(config: Config, *, allow_actions: bool) -> int:
     """Serve ``config``'s hosts over stdio until the client closes the connection; returns 0.
-    Nothing but the protocol is written to stdout (a history problem goes to stderr)."""
+    Nothing but the protocol is written to stdout (a history problem, or a line of input that is
+    not JSON-RPC, goes to stderr)."""
     import sys
 
+    sdk = logging.getLogger(_SDK_DISPATCH_LOGGER)
+    sdk.setLevel(logging.DEBUG)
+    sdk.addFilter(_SayUnreadableInput())
     history = History()
     if history.problem:
         print(f"upwatch mcp: {history.problem}", file=sys.stderr)

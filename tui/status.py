@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from datetime import datetime
 from typing import IO, Any
 
 from probes.clock import Clock, WallClock
@@ -41,9 +40,10 @@ EXIT_UNREACHABLE = 4
 
 
 
-def _local(t: float | None) -> str | None:
-    """Epoch seconds → ISO 8601 with the local offset, or None."""
-    return datetime.fromtimestamp(t).astimezone().isoformat(timespec="seconds") if t is not None else None
+def iso_utc(t: float | None) -> str | None:
+    """Epoch seconds → ISO 8601 UTC to the second (``2026-12-02T04:22:30Z``), or None: the one
+    time format of the JSON forms (``status --json``, ``--watch``, the MCP tools)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t)) if t is not None else None
 
 
 def connection_text(s: HostState) -> str:
@@ -64,7 +64,8 @@ def host_json(spec: HostSpec, s: HostState, now: float | None = None) -> dict[st
     (NRestarts, or null), ``restart_loop`` (null, or ``{"starts", "causes", "gave_up"}``), ``gpus`` (list of ``index``, ``name``,
     ``mem_used_mib``, ``mem_total_mib``, ``util_pct``; null where not available), ``gpu_error``
     (why there are no GPU values, or null), ``error`` (``{"text", "time"}`` of the decisive line,
-    time ISO 8601, or null), ``cause``, ``hint``, ``last_line``, ``verdict`` (``{"level"
+    time ISO 8601 UTC, :func:`iso_utc`, as every time here; or null), ``cause``, ``hint``,
+    ``last_line``, ``verdict`` (``{"level"
     (ok, info, warning, error), "kind", "sentence", "evidence"}``; kind ``waiting``, level ``info``
     while a probe has not answered yet: :func:`probes.fold.headline.shown_verdict`), ``gpu_orphans`` (``pid``,
     ``command``, ``mem_mib``, ``gpu_index`` of processes holding GPU memory outside the unit's
@@ -107,7 +108,7 @@ def host_json(spec: HostSpec, s: HostState, now: float | None = None) -> dict[st
         "gpu_error": gf.message if gf is not None else None,
         "gpu_processes": ([{"pid": a.pid, "name": a.name, "mem_mib": a.mem_mib, "gpu_index": a.gpu_index}
                            for a in s.gpu_apps.apps] if s.gpu_apps is not None else None),
-        "error": {"text": s.error.text, "time": _local(s.failed_at)} if s.error is not None else None,
+        "error": {"text": s.error.text, "time": iso_utc(s.failed_at)} if s.error is not None else None,
         "cause": s.cause,
         "hint": s.hint or None,
         "last_line": s.last_line or None,
@@ -118,7 +119,7 @@ def host_json(spec: HostSpec, s: HostState, now: float | None = None) -> dict[st
                          for o in s.gpu_orphans] if s.gpu_orphans is not None else None),
         "connection": connection_text(s),
         "probe_errors": {f.probe: f.message for f in s.failures},
-        "knowledge": {k.probe: {"status": k.status, "since": _local(k.since), "why": k.why or None,
+        "knowledge": {k.probe: {"status": k.status, "since": iso_utc(k.since), "why": k.why or None,
                                 "reason": k.reason or None} for k in s.knowledge},
         "typical": typical_json(s, now),
         "download": ({"bytes": d.bytes, "expected_bytes": d.expected_bytes,
@@ -238,6 +239,16 @@ def state_text(s: HostState) -> str:
 
 
 
+def look_json(spec: HostSpec, s: HostState, answered: bool, timeout_s: float, now: float | None) -> dict[str, Any]:
+    """:func:`host_json` of one look (``status --json``, ``--watch``'s first line, the MCP tools):
+    a host that gave no answer at all within ``timeout_s`` (``answered`` false, the connection
+    not failing, no unit state, the unit and journal not failing either) says so (:func:`no_answer`)."""
+    item = host_json(spec, s, now)
+    if not answered and item["connection"] == "ok" and s.unit_state is None and not blind_failures(s):
+        no_answer(item, timeout_s)
+    return item
+
+
 def no_answer(item: dict[str, Any], timeout_s: float) -> None:
     """A host that gave no answer at all within the timeout: say so in ``connection`` and as the
     verdict, instead of "nothing wrong seen"."""
@@ -277,7 +288,7 @@ async def watch(config: Config, out: IO[str], *, timeout_s: float = 15.0, tick_s
     """``status --watch``: keep watching every host and write one JSON line per change until
     ``stop`` is set (or the task is cancelled, e.g. by Ctrl-C).
 
-    Each line is :func:`host_json` plus ``"time"`` (ISO 8601, local offset), ``"phases"`` (the
+    Each line is :func:`host_json` plus ``"time"`` (ISO 8601 UTC), ``"phases"`` (the
     current start's phases so far: ``{"phase", "began" (ISO 8601), "duration_s"}``, null duration
     for the current one; log lines arrive in batches, so a short phase can pass between two lines)
     and ``"changed"`` (the :func:`change_key` fields that differ from this host's previous line;
@@ -308,12 +319,9 @@ async def watch(config: Config, out: IO[str], *, timeout_s: float = 15.0, tick_s
                 key = change_key(s)
                 if key == prev:
                     continue
-                item = host_json(w.spec, s, clock.now())
-                if (prev is None and not done(w) and item["connection"] == "ok" and s.unit_state is None
-                        and not blind_failures(s)):
-                    no_answer(item, timeout_s)
-                item["time"] = _local(clock.now())
-                item["phases"] = [{"phase": sp.phase, "began": _local(sp.began),
+                item = look_json(w.spec, s, prev is not None or done(w), timeout_s, clock.now())
+                item["time"] = iso_utc(clock.now())
+                item["phases"] = [{"phase": sp.phase, "began": iso_utc(sp.began),
                                    "duration_s": round(sp.duration_s, 3) if sp.duration_s is not None else None}
                                   for sp in s.phases]
                 item["changed"] = ["first"] if prev is None else [k for k in key if key[k] != prev[k]]
@@ -422,10 +430,7 @@ def _print(results: list[tuple[HostSpec, HostState, bool]], *, as_json: bool, ti
     if as_json:
         items = []
         for spec, s, answered in results:
-            item = host_json(spec, s, time.time())
-            if not answered and item["connection"] == "ok" and s.unit_state is None and not blind_failures(s):
-                no_answer(item, timeout_s)
-            items.append(item)
+            items.append(look_json(spec, s, answered, timeout_s, time.time()))
         out.write(json_text(items, indent=2))
         out.write("\n")
     else:

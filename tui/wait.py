@@ -27,7 +27,7 @@ from typing import IO
 from probes.clock import WallClock
 from probes.store.history import History
 from probes.hosttext import one_line
-from probes.data.events import CONNECTION_KINDS
+from probes.data.events import CONNECTION_KINDS, ProbeFailure
 from probes.transport.runner import ProbeError, Runner
 from probes.data.state import HostState
 from probes.fold.verdict import blind_failures, cannot_see_lasting, systemd_gave_up
@@ -112,6 +112,13 @@ def describe(s: HostState, *, old: bool = False) -> str:
     return line + " (the process from before the restart)" if old else line
 
 
+def progress_line(s: HostState, since: float) -> str:
+    """The line ``wait`` prints per change in a pipe or log, and the MCP ``wait_ready`` tool's
+    progress message: :func:`describe`, saying when the process is the one from before the
+    restart (:func:`is_old`); host text sanitised."""
+    return one_line(describe(s, old=is_old(s, since)))
+
+
 def is_old(s: HostState, since: float) -> bool:
     """With ``--restart`` (``since`` > 0): the unit's current process began before ``since`` (the
     restart has not shown a new start yet)."""
@@ -146,6 +153,15 @@ def timeout_reason(s: HostState, since: float, until: str) -> str:
         return f"the log says ready, but /health is not OK from this process ({RUNG_WORDS.get(s.readiness, s.readiness)})"
     return (f"the log shows no start in progress (state {s.state}); systemd says the unit is "
             f"{u.active_state}/{u.sub_state}")
+
+
+def blind_reason(s: HostState, blind: tuple[ProbeFailure, ...]) -> str:
+    """Why the unit or journal (``blind``: :func:`probes.fold.verdict.blind_failures`) cannot be
+    read: the ``cannot_see`` verdict's sentence when it is the one shown, else each failure's
+    message."""
+    if s.verdict is not None and s.verdict.kind == "cannot_see":
+        return s.verdict.sentence
+    return "; ".join(f"the {f.probe}: {f.message}" for f in blind)
 
 
 def tty_line(s: HostState, now: float, width: int = 100) -> str:
@@ -239,8 +255,8 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
             nonlocal last
             old = is_old(s, since)
             # download words are host text: through the one sanitiser
-            text = one_line(tty_line(s, clock.now(), width - 22 if old else width) + (" (before the restart)" if old else "")
-                            if tty else describe(s, old=old))
+            text = (one_line(tty_line(s, clock.now(), width - 22 if old else width) + (" (before the restart)" if old else ""))
+                    if tty else progress_line(s, since))
             if code is None and not answered(w):
                 # the journal's backlog is still coming: its first lines are history
                 text = f"{spec.name}: connecting…" if tty else last
@@ -258,7 +274,7 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
             err.write(f"{spec.name}: {one_line(end.sentence)}\n")
             err.flush()
             return EXIT_TIMEOUT
-        _final(end.state, end.code, out, err)
+        _final(end.state, end.code, out, err, end.sentence)
         if history is not None:
             await w.sync_history()  # this start's durations, for the next ETA
         return end.code
@@ -307,24 +323,29 @@ async def read_backlog(w: HostWatcher, changed: asyncio.Event, timeout_s: float,
 
 async def settle(w: HostWatcher, changed: asyncio.Event, *, since: float, until: str, timeout_s: float,
                  unit_after: float = 0.0, restart_failed: bool = False,
-                 on_state: Callable[[HostState, int | None], None] | None = None) -> WaitEnd:
+                 on_state: Callable[[HostState, int | None], None] | None = None,
+                 started: float | None = None) -> WaitEnd:
     """Watch a started watcher until :func:`outcome` decides or ``timeout_s`` real seconds pass:
     ``upwatch wait``'s loop, also the MCP ``wait_ready`` tool's.
 
     Args:
         w: the host's running watcher. changed: an event set when its model changes (cleared here).
         since, until, unit_after: as :func:`outcome`.
-        timeout_s: real seconds; then the outcome is :data:`EXIT_TIMEOUT` with :func:`timeout_reason`.
+        timeout_s: real seconds; then the outcome is :data:`EXIT_TIMEOUT` with :func:`timeout_reason`,
+            or :data:`EXIT_UNREACHABLE` ("cannot see after N s: ...", :func:`blind_reason`) while
+            the unit or journal is failing to be read (even for less than :data:`BLIND_GIVE_UP_S`).
         restart_failed: the restart before the wait failed: a unit that is not starting either is
             a failed start.
         on_state: called with each snapshot looked at and the code it decided (None: waiting on),
             e.g. to print a progress line; it must be cheap.
+        started: when the wait began (``time.monotonic()``; default: now): the timeout counts
+            from then, and the sentences say ``timeout_s`` as asked, not the time left.
 
     Returns:
         The :class:`WaitEnd`. A failure or restart loop systemd reported first is held for up to
         :data:`LOG_GRACE_S` for the journal to deliver the line that says why.
     """
-    deadline = time.monotonic() + timeout_s
+    deadline = (time.monotonic() if started is None else started) + timeout_s
     grace_until: float | None = None
     clock = w.clock
     while True:
@@ -349,6 +370,11 @@ async def settle(w: HostWatcher, changed: asyncio.Event, *, since: float, until:
                 # The time is up while only the line that says why was awaited: the start failed
                 # all the same (systemd said so); a timeout's 3 would read as "still starting".
                 return WaitEnd(held, s, end_sentence(s, held))
+            blind = blind_failures(s)
+            if blind:
+                # what decides readiness was not read: "not ready" (3) would be a guess
+                return WaitEnd(EXIT_UNREACHABLE, s, f"{s.host}: cannot see after {timeout_s:g} s: "
+                                                    f"{one_line(blind_reason(s, blind))}")
             return WaitEnd(EXIT_TIMEOUT, s,
                            f"not ready after {timeout_s:g} s: {one_line(timeout_reason(s, since, until))}")
         changed.clear()
@@ -368,13 +394,15 @@ def end_sentence(s: HostState, code: int) -> str:
     return f"{s.host}: {EXIT_CODES[code]} ({one_line(state_text(s))})"
 
 
-def _final(s: HostState, code: int, out: IO[str], err: IO[str]) -> None:
+def _final(s: HostState, code: int, out: IO[str], err: IO[str], sentence: str | None = None) -> None:
     """The outcome: ``ready (...)`` on ``out``; for every other code the reason on ``err`` (the
-    verdict, else the code's meaning with the state; then the decisive line and hint)."""
+    wait's ``sentence``, default :func:`end_sentence`: the verdict, else the code's meaning with
+    the state; then the decisive line and hint)."""
+    sentence = sentence or end_sentence(s, code)
     if code == EXIT_READY:
-        out.write(end_sentence(s, code) + "\n")
+        out.write(sentence + "\n")
         return
-    err.write(end_sentence(s, code) + "\n")
+    err.write(sentence + "\n")
     if code in (EXIT_FAILED, EXIT_LOOP) and s.error is not None:
         err.write(f"  decisive line: {one_line(s.error.text)}\n")
         if s.hint:
