@@ -158,21 +158,7 @@ async def test_session_tools_on_the_demo_hosts() -> None:
     """The session behind the tools, in process, on two recorded demo starts (ReplayRunner): a
     ready host and a restart loop, as wait would say them; a host answered once is not waited
     for again (its journal need not go quiet a second time)."""
-    from probes.clock import WallClock
-    from probes.spec import HostSpec
-    from probes.transport.replay.runner import ReplayRunner
-    from tui.config import Config
-    from tui.demo import demo_scenarios
-    from tui.mcp_server import Session
-
-    clock = WallClock()
-    t0 = clock.now() - 600  # both recordings have played out
-    scenarios = {s.host: s for s in demo_scenarios(t0) if s.host in ("gpu-node-1", "gpu-node-2")}
-    config = Config(hosts=tuple(HostSpec(s.host, s.unit, s.port, s.engine) for s in scenarios.values()))
-    session = Session(config, runner_factory=lambda spec: ReplayRunner(scenarios[spec.name], clock, start=t0),
-                      gpu_source_factory=lambda spec: None, clock=clock)
-    session.start()
-    try:
+    async with _demo_session() as session:
         status = await session.host_status("gpu-node-1")
         assert status["state"] == "ready" and status["readiness"] in ("healthy", "serving")
         assert session._has_answered(session.watcher("gpu-node-1"))
@@ -186,8 +172,6 @@ async def test_session_tools_on_the_demo_hosts() -> None:
         assert lines and lines[-1][1].startswith("gpu-node-2: failed")
         log = await session.log("gpu-node-2", 3, "restart counter")
         assert [line["text"][-33:] for line in log["lines"]][-1].endswith("restart counter is at 3.")
-    finally:
-        await session.stop()
 
 
 @asynccontextmanager
