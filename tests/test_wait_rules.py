@@ -207,3 +207,35 @@ async def test_a_timeout_while_the_unit_or_journal_cannot_be_read_is_4_not_3(pro
     assert end.sentence == f"gpu-node-3: cannot see after 0 s: the {probe}: {failing.message}", end
     read = await settle(Looked(state()), asyncio.Event(), since=0, until="ready", timeout_s=0.0)  # type: ignore[arg-type]
     assert read.code == EXIT_TIMEOUT and read.sentence.startswith("not ready after 0 s: "), read
+
+
+async def test_the_timeout_counts_from_when_wait_begins(monkeypatch) -> None:
+    # --timeout 10 waited 10 s more after connecting and reading the backlog (up to 15 s) and the
+    # restart (a tester's finding): settle is given the time wait began.
+    import time
+
+    import tui.wait as waitmod
+    from probes.clock import WallClock
+    from probes.spec import HostSpec
+    from probes.transport.replay.runner import ReplayRunner
+    from tui.demo import demo_scenarios
+
+    seen: dict[str, float] = {}
+
+    async def backlog(*_a, **_k) -> None:
+        seen["backlog"] = time.monotonic()
+
+    async def settle(w, changed, **kw):
+        seen["started"] = kw["started"]
+        return waitmod.WaitEnd(waitmod.EXIT_TIMEOUT, w.state(), "not ready after 10 s: x")
+
+    monkeypatch.setattr(waitmod, "read_backlog", backlog)
+    monkeypatch.setattr(waitmod, "settle", settle)
+    clock = WallClock()
+    sc = next(s for s in demo_scenarios(clock.now()) if s.host == "gpu-node-1")
+    before = time.monotonic()
+    code = await waitmod.wait(HostSpec(sc.host, sc.unit, sc.port, sc.engine), ReplayRunner(sc, clock),
+                              restart=False, until="ready", timeout_s=10, out=io.StringIO(), tty=False,
+                              err=io.StringIO())
+    assert code == waitmod.EXIT_TIMEOUT
+    assert before <= seen["started"] <= seen["backlog"]

@@ -214,6 +214,7 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
     import sys
 
     err = err or sys.stderr
+    began = time.monotonic()  # --timeout counts from here: connecting and the backlog are in it
     clock = WallClock()
     changed = asyncio.Event()
     w = HostWatcher(spec, runner, clock, lambda _w: changed.set(), history=history,
@@ -266,7 +267,7 @@ async def wait(spec: HostSpec, runner: Runner, *, restart: bool, until: str, tim
                 last = text
 
         end = await settle(w, changed, since=since, until=until, unit_after=unit_after, timeout_s=timeout_s,
-                           restart_failed=restart_failed, on_state=show)
+                           restart_failed=restart_failed, on_state=show, started=began)
         if tty:
             out.write("\n")
         out.flush()
