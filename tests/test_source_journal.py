@@ -282,3 +282,28 @@ def test_the_hosts_words_are_one_safe_line_and_bounded() -> None:
     words = host_words(b"\xff" + b"x" * 10_000 + b"\n2nd line\n")
     assert len(words) == HOST_WORDS_CHARS and words.endswith("\u2026") and words.startswith("\ufffd")
     assert host_words("a\x1b]8;;http://evil\x07b\u009b31mc\tz\n".encode()) == "abc    z"
+
+
+async def test_a_journal_that_answers_again_is_read_at_once_without_a_new_entry(journal) -> None:
+    # Before: it stayed failing ("cannot see") until the unit logged a new line.
+    rig, source, runner, clock, model = journal
+    runner.answer_stream(FOLLOW, Stream(RECORDS[:10]))  # journalctl -f ends after ten records
+    rig.start()
+    await clock.settle()
+    assert model.failing("journal")
+    runner.answer(HAS_MORE, b"")  # nothing new after the cursor: the unit logs nothing
+    runner.answer_stream(FOLLOW, Stream([], hold=True))
+    await clock.advance(2)
+    assert len(runner.streams_opened) == 2 and source.is_open
+    assert not model.failing("journal") and model.seq == 10
+
+
+async def test_a_journal_whose_look_still_fails_stays_failing(journal) -> None:
+    rig, source, runner, clock, model = journal
+    runner.answer_stream(FOLLOW, Stream(RECORDS[:10]))
+    rig.start()
+    await clock.settle()
+    runner.answer(HAS_MORE, b"", returncode=1, stderr=b"Failed to open journal: Input/output error\n")
+    runner.answer_stream(FOLLOW, Stream([], hold=True))
+    await clock.advance(2)
+    assert len(runner.streams_opened) == 2 and model.failing("journal")

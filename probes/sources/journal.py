@@ -8,7 +8,10 @@ The record parser is :mod:`probes.logs.journal_json`; this is the command and th
    (:func:`journal_access_problem`). Until it passes, the ``journal`` cell says what to do.
 2. **Follow.** ``journalctl -f`` from the current start's beginning (``--since``, from the unit
    probe's ``InactiveExitTimestamp``) on first connect, after the last cursor delivered
-   (``--after-cursor``) after a drop: no entry is lost or shown twice.
+   (``--after-cursor``) after a drop: no entry is lost or shown twice. A follow that ends on the
+   host fails the ``journal`` cell with journalctl's exit status and first stderr line
+   (:func:`failed_words`); the look that opens the next one (``journalctl -n 1``), when it
+   answers, makes the journal read again at once: an idle unit logs no line to say so.
 3. **Guard.** systemd 252's ``journalctl -f`` can fall behind the journal (systemd#25649): a follow
    that began with no entries may deliver none of the unit's first ones, and one that went quiet
    may have missed some. A follow that began empty is *untrusted*: its first line, or an entry seen
@@ -280,7 +283,13 @@ class JournalSource:
         # A follow that begins with nothing to show is not trusted (systemd#25649), except right
         # after a reopen for that reason (it had entries then). The look also tells whether
         # journalctl takes --output-fields.
-        trusted = trusted or await self.has_more(since, on_error=True)
+        if not trusted:
+            found = await self.look(since)
+            if found is not None:
+                # The journal answered a look: it is read again now (a journal that failed and
+                # came back, with no new entry to say so, is not "cannot see" any longer).
+                ctx.ok("journal", first=True)
+            trusted = found if found is not None else True
         argv = ctx.privileged(journal_argv(ctx.spec.unit, self.cursor, ctx.spec.backlog,
                                            since=since, user_unit=ctx.spec.user_unit,
                                            fields=READ_FIELDS if self.fields else None))
