@@ -65,6 +65,13 @@ def _journal_unreadable(host: TestHost, tmp: Path) -> str:
     return ""
 
 
+def _journal_broken(host: TestHost, tmp: Path) -> str:
+    # journalctl fails with an error no access reason names (a journal file it cannot read, exit 1)
+    (host.shims / "journalctl").write_text(
+        "#!/bin/sh\necho 'Failed to open journal: Input/output error' >&2\nexit 1\n")
+    return ""
+
+
 def _not_found(host: TestHost, tmp: Path) -> str:
     host.set_systemctl_show(None)  # the real not-found capture (exit 0, LoadState=not-found)
     return ""
@@ -80,7 +87,8 @@ _cleanup: list[Callable[[], None]] = []
 #: README table row id → how the test host is made to lack it.
 CASES: dict[str, Callable[[TestHost, Path], str]] = {
     "sudo_missing": _sudo_missing, "sudo_refused": _sudo_refused, "no_systemd": _no_systemd,
-    "no_journal_access": _journal_unreadable, "not_found": _not_found, "no_nvidia_smi": _no_nvidia_smi,
+    "no_journal_access": _journal_unreadable, "unreadable": _journal_broken, "not_found": _not_found,
+    "no_nvidia_smi": _no_nvidia_smi,
 }
 
 

@@ -328,3 +328,121 @@ def test_user_units_use_the_user_journal_and_manager(
     assert any(c.startswith("--user show sglang.service -p ") for c in testhost.log("systemctl-calls.log"))
     assert testhost.log("sudo.log") == []  # a user's own units need no sudo
 
+
+
+# --- a journal that cannot be read: its own words, and its recovery ------------------------------
+
+#: A journalctl shim that fails as a journal with a bad file does (systemd 252's words, exit 1) while
+#: ``state/journal.broken`` exists, and is the real one on the test journal otherwise.
+BROKEN_JOURNAL_SHIM = (
+    "#!/bin/sh\n"
+    "if [ -e \"$UPWATCH_TEST_STATE/journal.broken\" ]; then\n"
+    "  echo 'Failed to open journal: Input/output error' >&2; exit 1\n"
+    "fi\n"
+    "exec /usr/bin/journalctl --file=\"$UPWATCH_TEST_STATE/test.journal\" \"$@\"\n")
+
+
+def test_a_journal_that_fails_says_its_own_words_and_no_state(
+        testhost: TestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    (testhost.state / "journal.broken").touch()
+    (testhost.shims / "journalctl").write_text(BROKEN_JOURNAL_SHIM)
+    setup_home(tmp_path, monkeypatch, testhost)
+    assert testhost.health is not None
+    config = hosts_toml(tmp_path, host_block("gpu-a", testhost.health.port))
+    rc, items = status_json(capsys, "--config", config)
+    h = items[0]
+    assert rc == 4 and h["connection"] == "ok"
+    # the journal was never read: no "no start seen yet" (waiting), the state is not known
+    assert h["state"] == "unknown" and h["phase"] is None
+    journal = h["knowledge"]["journal"]
+    assert journal["status"] == "failing" and journal["reason"] == "unreadable", journal
+    assert "Failed to open journal: Input/output error" in journal["why"], journal
+    assert "exit status 1" in journal["why"], journal
+    assert h["verdict"]["kind"] == "cannot_see"
+    assert "Failed to open journal: Input/output error" in h["verdict"]["sentence"], h["verdict"]
+    assert any("Input/output error" in e for e in h["verdict"]["evidence"]), h["verdict"]
+    assert "Input/output error" in h["probe_errors"]["journal"]
+    # the text form says the same
+    rc = main(["status", "--timeout", "20", "--config", config])
+    out = capsys.readouterr().out
+    assert rc == 4 and "Failed to open journal: Input/output error" in out, out
+    assert any(ln.split()[:2] == ["state", "unknown"] for ln in out.splitlines()), out
+
+
+def test_a_journal_that_can_be_read_again_is_read_at_once_without_a_new_line(
+        testhost: TestHost, tmp_path: Path) -> None:
+    import asyncio
+    import os
+    import signal
+
+    from probes.spec import HostSpec
+    from tui.config import Config
+    from tui.status import watch
+    from waiting import until
+
+    (testhost.shims / "journalctl").write_text(BROKEN_JOURNAL_SHIM)
+    assert testhost.health is not None
+    spec = HostSpec("gpu-a", "sglang.service", ssh=testhost.target, engine="sglang",
+                    health_url=f"http://127.0.0.1:{testhost.health.port}/health")
+    config = Config(hosts=(spec,), unit_interval_s=0.2, health_interval_s=0.2)
+    items: list[dict] = []
+
+    class Out:
+        buf = ""
+
+        def write(self, text: str) -> int:
+            self.buf += text
+            while "\n" in self.buf:
+                line, self.buf = self.buf.split("\n", 1)
+                items.append(json.loads(line))
+            return len(text)
+
+        def flush(self) -> None:
+            pass
+
+    def journal(i: dict) -> str:
+        return i["knowledge"]["journal"]["status"]
+
+    def follows() -> list[int]:
+        return [pid for pid, cmd in testhost.remote_processes()
+                if cmd.startswith("/usr/bin/journalctl") and " -f " in f"{cmd} "]
+
+    async def go() -> None:
+        stop = asyncio.Event()
+        task = asyncio.create_task(watch(config, Out(), stop=stop, runner_factory=lambda s: testhost.runner()))
+        try:
+            await until("the journal read", lambda: items and journal(items[-1]) == "read" and follows(), 30)
+            # the journal breaks: the open follow ends, and every journalctl fails from now on
+            (testhost.state / "journal.broken").touch()
+            for pid in follows():
+                os.kill(pid, signal.SIGTERM)
+            await until("the journal failing", lambda: journal(items[-1]) == "failing", 30)
+            assert items[-1]["verdict"]["kind"] == "cannot_see"
+            appended = testhost.appended
+            (testhost.state / "journal.broken").unlink()
+            # the journal works again and the unit logs nothing: read again as soon as the follow reopens
+            await until("the journal read again", lambda: journal(items[-1]) == "read"
+                        and items[-1]["verdict"]["kind"] != "cannot_see" and follows(), 30)
+            assert testhost.appended == appended  # no new entry brought it back
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, 30)
+
+    asyncio.run(go())
+
+
+def test_a_follow_that_fails_on_the_host_says_its_own_words(
+        testhost: TestHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # The looks read the journal; journalctl -f itself fails (its stderr, its exit status).
+    (testhost.shims / "journalctl").write_text(
+        "#!/bin/sh\ncase \" $* \" in *' -f '*) echo 'Failed to seek to cursor: Invalid argument' >&2; exit 1;; esac\n"
+        "exec /usr/bin/journalctl --file=\"$UPWATCH_TEST_STATE/test.journal\" \"$@\"\n")
+    setup_home(tmp_path, monkeypatch, testhost)
+    assert testhost.health is not None
+    rc, items = status_json(capsys, "--config", hosts_toml(tmp_path, host_block("gpu-a", testhost.health.port)))
+    h = items[0]
+    journal = h["knowledge"]["journal"]
+    assert rc == 4 and journal["status"] == "failing" and journal["reason"] == "unreadable", journal
+    assert ("journalctl -f ended on the host (exit status 1): Failed to seek to cursor: Invalid argument"
+            in journal["why"]), journal
+    assert "Failed to seek to cursor" in h["verdict"]["sentence"] and h["state"] == "unknown", h

@@ -124,3 +124,13 @@ def test_compute_apps_fixture_rows() -> None:
     odd = parse_compute_apps("524, [Insufficient Permissions], [N/A], GPU-x\nnot a row\n")
     assert (odd[0].pid, odd[0].name, odd[0].mem_mib, odd[0].gpu_index) == (524, "[Insufficient Permissions]", None, None)
     assert compute_apps_argv()[1] == "--query-compute-apps=pid,process_name,used_memory,gpu_uuid"
+
+
+async def test_a_local_stream_that_ends_tells_its_exit_status_and_stderr() -> None:
+    from probes.transport.runner import StreamEnd, stream_batches
+
+    runner, ended, missing = LocalRunner(), StreamEnd(), StreamEnd()
+    batches = [b async for b in stream_batches(runner, ["sh", "-c", "echo out; echo oops >&2; exit 2"], ended)]
+    assert batches == [[b"out"]] and ended == StreamEnd(2, b"oops\n")
+    assert [b async for b in stream_batches(runner, ["/nonexistent/upwatch-no-such-tool"], missing)] == []
+    assert missing.returncode == 127 and b"not found" in missing.stderr

@@ -256,3 +256,54 @@ async def test_a_read_of_blank_lines_is_no_arrival_for_a_follow_that_began_empty
     rig.start()
     await clock.settle()
     assert source.reopened == 0 and len(runner.streams_opened) == 1 and model.seq == 0
+
+
+async def test_a_look_that_fails_for_no_access_reason_is_no_reading_and_says_the_hosts_words(journal) -> None:
+    # Before: any exit status the access reasons did not name counted as readable.
+    rig, source, runner, clock, model = journal
+    runner.answer(LOOK, b"", returncode=1, stderr=b"\n\x1b[31mFailed to open journal: Input/output error\x1b[0m\n")
+    rig.start()
+    await clock.settle()
+    f = model.state(clock.now()).failure("journal")
+    assert f is not None and (f.kind, f.reason) == ("command", "unreadable")
+    assert f.message == ("gpu-node-1: journalctl could not read the journal (exit status 1): "
+                         "Failed to open journal: Input/output error (retrying)")
+    assert runner.streams_opened == [] and not model.has_read("journal")
+    runner.answer(LOOK, b"a line\n")
+    await clock.advance(2)
+    assert model.state(clock.now()).failure("journal") is None and model.seq == 10
+
+
+def test_the_hosts_words_are_one_safe_line_and_bounded() -> None:
+    from probes.sources.journal import HOST_WORDS_CHARS, failed_words, host_words
+
+    assert host_words(b"") == "" and failed_words(1, b"") == "(exit status 1)"
+    assert failed_words(-15, b"") == "(killed by signal 15)"
+    words = host_words(b"\xff" + b"x" * 10_000 + b"\n2nd line\n")
+    assert len(words) == HOST_WORDS_CHARS and words.endswith("\u2026") and words.startswith("\ufffd")
+    assert host_words("a\x1b]8;;http://evil\x07b\u009b31mc\tz\n".encode()) == "abc    z"
+
+
+async def test_a_journal_that_answers_again_is_read_at_once_without_a_new_entry(journal) -> None:
+    # Before: it stayed failing ("cannot see") until the unit logged a new line.
+    rig, source, runner, clock, model = journal
+    runner.answer_stream(FOLLOW, Stream(RECORDS[:10]))  # journalctl -f ends after ten records
+    rig.start()
+    await clock.settle()
+    assert model.failing("journal")
+    runner.answer(HAS_MORE, b"")  # nothing new after the cursor: the unit logs nothing
+    runner.answer_stream(FOLLOW, Stream([], hold=True))
+    await clock.advance(2)
+    assert len(runner.streams_opened) == 2 and source.is_open
+    assert not model.failing("journal") and model.seq == 10
+
+
+async def test_a_journal_whose_look_still_fails_stays_failing(journal) -> None:
+    rig, source, runner, clock, model = journal
+    runner.answer_stream(FOLLOW, Stream(RECORDS[:10]))
+    rig.start()
+    await clock.settle()
+    runner.answer(HAS_MORE, b"", returncode=1, stderr=b"Failed to open journal: Input/output error\n")
+    runner.answer_stream(FOLLOW, Stream([], hold=True))
+    await clock.advance(2)
+    assert len(runner.streams_opened) == 2 and model.failing("journal")

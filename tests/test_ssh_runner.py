@@ -145,6 +145,19 @@ async def test_stream_ends_with_the_command_and_keeps_bytes(runner: SshRunner) -
     assert lines == [b"a", b"\xffb", b"", b"last"]
 
 
+async def test_a_stream_that_ends_tells_its_exit_status_and_the_start_of_its_stderr(runner: SshRunner) -> None:
+    from probes.transport.runner import STDERR_KEEP, StreamEnd, stream_batches
+
+    ended = StreamEnd()
+    script = f"echo out; echo 'Failed to open journal: Input/output error' >&2; head -c {2 * STDERR_KEEP} /dev/zero >&2; exit 3"
+    batches = [b async for b in stream_batches(runner, ["sh", "-c", script], ended)]
+    assert [line for b in batches for line in b] == [b"out"]
+    assert ended.returncode == 3
+    assert ended.stderr.startswith(b"Failed to open journal: Input/output error\n") and len(ended.stderr) == STDERR_KEEP
+    plain = StreamEnd()  # a command that ends well: status 0, nothing said
+    assert [b async for b in stream_batches(runner, ["true"], plain)] == [] and plain == StreamEnd(0, b"")
+
+
 async def test_cancelling_a_stream_consumer_ends_the_remote_process(runner: SshRunner) -> None:
     mark = marker()
     first = asyncio.Event()

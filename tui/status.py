@@ -196,13 +196,17 @@ def format_host(spec: HostSpec, s: HostState, connection: str | None = None, now
 
 def _unread(s: HostState) -> str | None:
     """Why nothing about the start is known, in a few words (``not reached``; ``cannot read the
-    unit or journal`` while nothing was read), or None: the one rule of :func:`known_state` and
-    :func:`state_text`."""
+    unit or journal`` while nothing was read; ``cannot read the journal`` while it fails and no
+    line of it was read: "no start seen yet" would be a guess), or None: the one rule of
+    :func:`known_state` and :func:`state_text`."""
     kind = s.verdict.kind if s.verdict is not None else ""
     if kind == "ssh" or (s.stale_since is not None and s.updated is None):
         return "not reached"
-    if kind == "cannot_see" and s.state == "waiting" and s.unit_state is None:
-        return "cannot read the unit or journal"
+    if kind == "cannot_see" and s.state == "waiting":
+        if s.unit_state is None:
+            return "cannot read the unit or journal"
+        if any(f.probe == "journal" for f in blind_failures(s)):
+            return "cannot read the journal"
     return None
 
 

@@ -8,7 +8,10 @@ The record parser is :mod:`probes.logs.journal_json`; this is the command and th
    (:func:`journal_access_problem`). Until it passes, the ``journal`` cell says what to do.
 2. **Follow.** ``journalctl -f`` from the current start's beginning (``--since``, from the unit
    probe's ``InactiveExitTimestamp``) on first connect, after the last cursor delivered
-   (``--after-cursor``) after a drop: no entry is lost or shown twice.
+   (``--after-cursor``) after a drop: no entry is lost or shown twice. A follow that ends on the
+   host fails the ``journal`` cell with journalctl's exit status and first stderr line
+   (:func:`failed_words`); the look that opens the next one (``journalctl -n 1``), when it
+   answers, makes the journal read again at once: an idle unit logs no line to say so.
 3. **Guard.** systemd 252's ``journalctl -f`` can fall behind the journal (systemd#25649): a follow
    that began with no entries may deliver none of the unit's first ones, and one that went quiet
    may have missed some. A follow that began empty is *untrusted*: its first line, or an entry seen
@@ -32,10 +35,12 @@ import enum
 
 from collections.abc import Sequence
 
+from probes.fold.access import first_line
+from probes.hosttext import RAW_LIMIT, one_line
 from probes.logs.journal_json import READ_FIELDS, RecordError, parse_record
 from probes.sources.context import STOP_WAIT_S, SourceContext, wait_event
 from probes.sources.unit import access_problem
-from probes.transport.runner import ProbeError, stream_batches
+from probes.transport.runner import ProbeError, StreamEnd, stream_batches
 
 #: Seconds without a journal entry after which the follow is checked for having fallen behind the
 #: journal (systemd#25649), and seconds between the two looks that must agree.
@@ -46,6 +51,24 @@ JOURNAL_RECHECK_S = 3.0
 JOURNAL_UNTRUSTED_POLL_S = 2.0
 #: Real seconds the journal waits for the unit probe's first answer (for ``--since``).
 UNIT_SEEN_WAIT_S = 10.0
+#: Longest part of journalctl's own error line quoted in a failure (characters, after
+#: :func:`probes.hosttext.one_line`): the verdict's evidence is cut at 200.
+HOST_WORDS_CHARS = 160
+
+
+def host_words(stderr: bytes) -> str:
+    """journalctl's own words for a failure: the first non-empty line of its ``stderr``, made safe
+    (:func:`probes.hosttext.one_line`) and cut to :data:`HOST_WORDS_CHARS`; "" when it said nothing."""
+    return one_line(first_line(stderr[:RAW_LIMIT].decode("utf-8", "replace"), limit=RAW_LIMIT),
+                    max_chars=HOST_WORDS_CHARS)
+
+
+def failed_words(returncode: int, stderr: bytes) -> str:
+    """``exit status 1): Failed to open journal: Input/output error``'s parts as one phrase:
+    ``(exit status N): WORDS``, ``(killed by signal N)``, ``(exit status N)`` without words."""
+    status = f"killed by signal {-returncode}" if returncode < 0 else f"exit status {returncode}"
+    words = host_words(stderr)
+    return f"({status}): {words}" if words else f"({status})"
 
 
 def journal_argv(unit: str, cursor: str | None, backlog: int, *, since: float | None = None,
@@ -163,6 +186,7 @@ class JournalSource:
         self.awaiting_entries = False
         self.fields: bool | None = None
         self._last_line_at = 0.0  # clock time of the last line the open follow delivered
+        self.ended = StreamEnd()  # how the last follow's journalctl ended (filled by the runner)
         flag = "--user-unit" if context.spec.user_unit else "-u"
         self._unit_args = [flag, context.spec.unit]
 
@@ -190,15 +214,34 @@ class JournalSource:
                     delay = ctx.cadence.retry_s
                 # The stream ended while the connection held (a dropped link raises ``closed``):
                 # journalctl itself stopped, on the host. The host is not stale, its journal is
-                # not being read: say that, and retry with backoff.
-                ctx.fail("journal", "command", f"{ctx.spec.name}: journalctl -f ended on the host; "
-                         "the journal is not being followed (retrying)")
-                kind = "command"
+                # not being read: say that, in journalctl's own words when it failed, and retry
+                # with backoff.
+                kind = self._fail_follow()
             except ProbeError as exc:
                 ctx.fail("journal", exc.kind, exc.message)
                 kind = exc.kind
             ctx.signals.log_known.set()
             delay = await ctx.retry(delay, kind)
+
+    def _fail_follow(self) -> str:
+        """Fail the ``journal`` cell for a follow that ended on the host: with the access reason
+        its stderr gives (:func:`journal_access_problem`), else, when it failed (exit status not 0),
+        with its exit status and first stderr line (reason ``unreadable``); returns the kind."""
+        ctx = self.context
+        name, rc, err = ctx.spec.name, self.ended.returncode, self.ended.stderr
+        found = access_problem(b"", err, rc, sudo=ctx.spec.sudo) if rc else None
+        if found is not None:
+            reason, words = found
+            kind = "permission" if reason != "no_systemd" else "command"
+            ctx.fail("journal", kind, f"{name}: {words}", reason)
+            return kind
+        if rc:
+            ctx.fail("journal", "command", f"{name}: journalctl -f ended on the host {failed_words(rc, err)}; "
+                     "the journal is not being followed (retrying)", "unreadable" if rc > 0 else "")
+            return "command"
+        ctx.fail("journal", "command", f"{name}: journalctl -f ended on the host; "
+                 "the journal is not being followed (retrying)")
+        return "command"
 
     async def _readable(self) -> bool:
         """Look once at the journal in a plain format, which (unlike ``-o json``) says when the
@@ -215,6 +258,12 @@ class JournalSource:
             reason, words = problem
             ctx.fail("journal", "permission" if reason != "no_systemd" else "command",
                      f"{ctx.spec.name}: {words}", reason)
+            return False
+        if done.returncode != 0:
+            # A failure no access reason names (a broken journal file: "Failed to open journal:
+            # Input/output error", exit 1) is no reading either: its own words, and retry.
+            ctx.fail("journal", "command", f"{ctx.spec.name}: journalctl could not read the journal "
+                     f"{failed_words(done.returncode, done.stderr)} (retrying)", "unreadable")
             return False
         ctx.ok("journal", first=True)  # readable: known as read even before an entry
         return True
@@ -234,7 +283,13 @@ class JournalSource:
         # A follow that begins with nothing to show is not trusted (systemd#25649), except right
         # after a reopen for that reason (it had entries then). The look also tells whether
         # journalctl takes --output-fields.
-        trusted = trusted or await self.has_more(since, on_error=True)
+        if not trusted:
+            found = await self.look(since)
+            if found is not None:
+                # The journal answered a look: it is read again now (a journal that failed and
+                # came back, with no new entry to say so, is not "cannot see" any longer).
+                ctx.ok("journal", first=True)
+            trusted = found if found is not None else True
         argv = ctx.privileged(journal_argv(ctx.spec.unit, self.cursor, ctx.spec.backlog,
                                            since=since, user_unit=ctx.spec.user_unit,
                                            fields=READ_FIELDS if self.fields else None))
@@ -271,7 +326,8 @@ class JournalSource:
         """
         ctx = self.context
         delivered = False
-        async with contextlib.aclosing(stream_batches(ctx.runner, argv)) as batches:  # type: ignore[type-var]
+        self.ended = StreamEnd()
+        async with contextlib.aclosing(stream_batches(ctx.runner, argv, self.ended)) as batches:  # type: ignore[type-var]
             async for batch in batches:
                 if not _has_entry(batch):
                     continue
@@ -349,8 +405,14 @@ class JournalSource:
 
     async def has_more(self, since: float | None, on_error: bool = False) -> bool:
         """Whether the journal holds an entry of the unit after the cursor (or since ``since``,
+        epoch seconds, or at all): :meth:`look`; a look that fails answers ``on_error``."""
+        found = await self.look(since)
+        return on_error if found is None else found
+
+    async def look(self, since: float | None) -> bool | None:
+        """Whether the journal holds an entry of the unit after the cursor (or since ``since``,
         epoch seconds, or at all): one ``journalctl -n 1``, which also tells :attr:`fields` (asked
-        with ``--output-fields`` until refused). A look that fails answers ``on_error``."""
+        with ``--output-fields`` until refused); None when the look failed."""
         ctx = self.context
         argv = ["journalctl", *self._unit_args, "-o", "json", "-a", "--no-pager", "-n", "1"]
         if self.cursor:
@@ -365,9 +427,9 @@ class JournalSource:
                 self.fields, asked = False, False
                 done = await ctx.runner.run(ctx.privileged(argv), timeout=30.0)
         except ProbeError:
-            return on_error
+            return None
         if done.returncode != 0:
-            return on_error
+            return None
         if asked:
             self.fields = True
         return any(line.lstrip().startswith(b"{") for line in done.stdout.splitlines())

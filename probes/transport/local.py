@@ -15,7 +15,7 @@ import signal
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import TYPE_CHECKING
 
-from probes.transport.runner import Completed, ProbeError, split_batches
+from probes.transport.runner import Completed, ProbeError, StreamEnd, keep_stderr, split_batches
 
 if TYPE_CHECKING:  # httpx loads rich at import: never at module load in probes
     import httpx
@@ -84,28 +84,48 @@ class LocalRunner:
                 for line in batch:
                     yield line
 
-    async def stream_batches(self, argv: Sequence[str]) -> AsyncGenerator[list[bytes], None]:
+    #: :meth:`stream_batches` fills a :class:`~probes.transport.runner.StreamEnd`.
+    tells_stream_end = True
+
+    async def stream_batches(self, argv: Sequence[str], *,
+                             ended: StreamEnd | None = None) -> AsyncGenerator[list[bytes], None]:
         """Start ``argv`` and yield, after each read of its stdout, the lines it completed (a list of
         bytes, newline removed; whole up to :data:`~probes.data.cutline.LINE_CAP`, then a
         :class:`~probes.data.cutline.CutLine`; :func:`~probes.transport.runner.split_batches`); the
-        process is ended when the iterator is closed or cancelled. stderr is discarded. A program
-        that does not exist gives an empty stream (as a remote shell would; :meth:`run` says 127).
+        process is ended when the iterator is closed or cancelled. stderr is discarded, or with
+        ``ended`` read beside stdout and its start kept there, with the exit status, once the
+        program ended (waiting up to ``grace_s``). A program that does not exist gives an empty
+        stream (as a remote shell would; :meth:`run` says 127; ``ended`` gets 127 and the shell's words).
 
         Raises:
             ProbeError: ``command`` when the program cannot be started.
         """
         try:
-            proc = await self._spawn(argv, asyncio.subprocess.DEVNULL)
+            proc = await self._spawn(argv, asyncio.subprocess.DEVNULL if ended is None else asyncio.subprocess.PIPE)
         except FileNotFoundError:
+            if ended is not None:
+                ended.returncode, ended.stderr = 127, f"{argv[0]}: command not found\n".encode()
             return  # as over SSH: the command "ends" at once; run() then reports exit 127
         except OSError as exc:
             raise ProbeError("command", f"{self.host}: cannot start {argv[0]}: {exc.strerror or exc}") from None
+        errors: asyncio.Task[None] | None = None
         try:
             assert proc.stdout is not None
+            if ended is not None:
+                assert proc.stderr is not None
+                errors = asyncio.ensure_future(keep_stderr(proc.stderr.read, ended))
             async with contextlib.aclosing(split_batches(proc.stdout.read)) as batches:
                 async for batch in batches:
                     yield batch
+            if ended is not None and errors is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(proc.wait(), self.grace_s)
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(asyncio.shield(errors), self.grace_s)
+                ended.returncode = proc.returncode
         finally:
+            if errors is not None:
+                errors.cancel()
             await self._end(proc)
 
     async def _end(self, proc: asyncio.subprocess.Process) -> None:

@@ -94,6 +94,22 @@ class Runner(Protocol):
         ...
 
 
+#: Bytes of a stream's stderr kept for :class:`StreamEnd` (the rest is read and dropped): a
+#: journalctl error is one line; more is not shown anyway (:func:`probes.hosttext.one_line`).
+STDERR_KEEP = 4096
+
+
+@dataclass(slots=True)
+class StreamEnd:
+    """How a stream's command ended on its own, filled by a runner that can tell
+    (:func:`stream_batches` ``ended``) once its output ended: its exit status (negative signal
+    number when killed; None when not known: the runner cannot tell, or the stream was closed
+    early) and the first :data:`STDERR_KEEP` bytes of its stderr."""
+
+    returncode: int | None = None
+    stderr: bytes = b""
+
+
 class BatchStreaming(Protocol):
     """A runner that can also hand a stream over as it reads it (SSH, local): the lines of each
     read at once, so a consumer pays its per-delivery costs once per read, not once per line."""
@@ -104,14 +120,36 @@ class BatchStreaming(Protocol):
         ...
 
 
-def stream_batches(runner: Runner, argv: Sequence[str]) -> AsyncIterator[list[bytes]]:
+def stream_batches(runner: Runner, argv: Sequence[str],
+                   ended: StreamEnd | None = None) -> AsyncIterator[list[bytes]]:
     """``runner``'s output of ``argv`` in batches: its own :meth:`BatchStreaming.stream_batches`
     when it has one, else each line of :meth:`Runner.stream` as a batch of one. The same lines
-    either way, in the same order; same errors (:class:`ProbeError`)."""
+    either way, in the same order; same errors (:class:`ProbeError`).
+
+    Args:
+        ended: filled with the command's exit status and stderr when its output ends, by a runner
+            that can tell (one whose ``tells_stream_end`` is true: SSH, local); left as it is
+            (returncode None) by the others, and when the stream is closed early.
+    """
     own = getattr(runner, "stream_batches", None)
     if own is not None:
+        if ended is not None and getattr(runner, "tells_stream_end", False) is True:
+            return cast("AsyncIterator[list[bytes]]", own(argv, ended=ended))
         return cast("AsyncIterator[list[bytes]]", own(argv))
     return _one_line_batches(runner.stream(argv))
+
+
+async def keep_stderr(read: Callable[[int], Awaitable[bytes]], ended: StreamEnd) -> None:
+    """Read a stream's stderr to its end (so it never fills a buffer), keeping the first
+    :data:`STDERR_KEEP` bytes in ``ended.stderr``; a read that fails ends it quietly."""
+    kept = bytearray()
+    try:
+        while data := await read(READ_CHUNK):
+            if len(kept) < STDERR_KEEP:
+                kept += data[:STDERR_KEEP - len(kept)]
+                ended.stderr = bytes(kept)
+    except Exception:  # noqa: BLE001 - the stream's own errors are the stdout reader's to raise
+        return
 
 
 async def _one_line_batches(lines: AsyncIterator[bytes]) -> AsyncGenerator[list[bytes], None]:

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import asyncssh
 
-from probes.transport.runner import Completed, ProbeError, split_batches
+from probes.transport.runner import Completed, ProbeError, StreamEnd, keep_stderr, split_batches
 from probes.transport.ssh_config import SshSettings
 from probes.transport.target import parse_target
 from probes.transport.ssh_connect import connect
@@ -232,12 +232,18 @@ class SshRunner:
                 for line in batch:
                     yield line
 
-    async def stream_batches(self, argv: Sequence[str]) -> AsyncGenerator[list[bytes], None]:
+    #: :meth:`stream_batches` fills a :class:`~probes.transport.runner.StreamEnd`.
+    tells_stream_end = True
+
+    async def stream_batches(self, argv: Sequence[str], *,
+                             ended: StreamEnd | None = None) -> AsyncGenerator[list[bytes], None]:
         """Start ``argv`` on the host and yield, after each read of its stdout, the lines it completed.
 
         Lines are bytes with the ``\\n`` removed (invalid UTF-8 stays as it is), each whole up to
         :data:`~probes.data.cutline.LINE_CAP` bytes, a :class:`~probes.data.cutline.CutLine` past it
-        (:func:`~probes.transport.runner.split_batches`); stderr is discarded. The iterator ends when the
+        (:func:`~probes.transport.runner.split_batches`). stderr is discarded, or with ``ended`` read
+        beside stdout and its start kept there, with the exit status, once the command ended
+        (waiting up to ``grace_s`` for them). The iterator ends when the
         command ends. When it is closed or cancelled early, when the runner closes, or when the
         connection drops, the remote process is ended (see the module docstring). Holds one
         channel slot until the remote process has exited.
@@ -247,15 +253,18 @@ class SshRunner:
         """
         await self._slots.acquire()
         proc: asyncssh.SSHClientProcess[bytes] | None = None
+        errors: asyncio.Task[None] | None = None
         try:
             conn = await self._connection()
             try:
                 proc = await conn.create_process(remote_command(argv), encoding=None,
-                                                 stderr=asyncssh.DEVNULL)
+                                                 stderr=asyncssh.DEVNULL if ended is None else asyncssh.PIPE)
             except Exception as exc:
                 raise translate(exc, self.host) from None
             self._live.add(proc)
             stdout = proc.stdout
+            if ended is not None:
+                errors = asyncio.ensure_future(keep_stderr(proc.stderr.read, ended))
 
             async def read(n: int) -> bytes:
                 try:
@@ -271,7 +280,16 @@ class SshRunner:
             if conn.is_closed():
                 # The connection dropped: the channel ended without the command ending.
                 raise ProbeError("closed", f"{self.host}: connection lost while {argv[0]} ran")
+            if ended is not None and errors is not None:
+                # stdout ended: the exit status and the rest of stderr come with the channel's close
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(proc.wait_closed(), self.grace_s)
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(asyncio.shield(errors), self.grace_s)
+                ended.returncode = proc.returncode
         finally:
+            if errors is not None:
+                errors.cancel()
             if proc is not None:
                 self._end(proc)
             else:
