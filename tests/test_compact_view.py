@@ -128,8 +128,8 @@ def test_severity_puts_broken_and_stuck_hosts_first_then_starts_then_ready():
         "stopped": mk(base, host="h-stopped", state="stopped"),
     }
     order = sorted(states.values(), key=lambda s: sort_key("severity", s, 0))
-    assert [s.host for s in order] == ["f-failed", "g-stalled", "i-unhealthy", "e-stale", "c-loading", "d-waiting",
-                                       "h-stopped", "b-unhealthy", "a-ready"]
+    assert [s.host for s in order] == ["f-failed", "g-stalled", "i-unhealthy", "b-unhealthy", "e-stale", "c-loading",
+                                       "d-waiting", "h-stopped", "a-ready"]
     assert [condition(s) for s in order] == sorted((condition(s) for s in order), key=SEVERITY.index)
     assert matches(states["failed"], "FAIL") and matches(states["stale"], "stale")
     assert matches(states["ready"], "a-re") and not matches(states["ready"], "fail")

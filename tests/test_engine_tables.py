@@ -386,6 +386,17 @@ def test_a_level_printed_alone_before_the_message_is_the_lines_level(line, state
     assert [s.line for s in r.suspects] == [3]  # the line is shown either way
 
 
+def test_a_level_word_alone_introduces_no_traceback_as_a_warnings() -> None:
+    # A container's entrypoint: pip's warning, then the next command crashes (a fresh helper's
+    # break of the bare-level parse: the traceback read as the warning's exc_info, low: loading).
+    r = _read(["WARNING: Running pip as the 'root' user can result in broken permissions",
+               "Traceback (most recent call last):",
+               '  File "/usr/local/bin/vllm", line 5, in <module>',
+               "    from vllm.entrypoints.cli.main import main",
+               "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory"])
+    assert (r.state, r.cause, r.error.line) == ("failed", "shared_library", 5)
+
+
 def test_the_cpp_exception_text_beats_terminate_called() -> None:
     r = _read(VLLM_READY[:2] + ["terminate called after throwing an instance of 'c10::Error'",
                                 "  what():  CUDA error: an illegal memory access was encountered"])

@@ -12,7 +12,7 @@ from probes.fold.headline import headline
 from probes.fold.model import HostModel
 from probes.data.reading import ErrorLine, Progress
 from probes.data.events import GpuReading, GpuSample, Health, ProbeFailure, ProbeOk, UnitState
-from probes.data.state import HostState
+from probes.data.state import HostState, Verdict
 from probes.data.durations import fmt_span
 from probes.fold.verdict import STALL_AFTER_S, verdict_for
 
@@ -187,6 +187,9 @@ def test_ready_but_unhealthy_is_a_warning():
     # "ready" is the log's word: the host's condition (cards, rows, status --json's headline) is not.
     assert headline(dataclasses.replace(s, verdict=v)) == "unhealthy"
     assert headline(dataclasses.replace(s, readiness="serving", health=None)) == "ready"
+    # ... whichever verdict is shown (GPU memory held outside the unit comes first: a fresh
+    # helper's break found "ready" there).
+    assert headline(dataclasses.replace(s, verdict=Verdict("warning", "held", kind="gpu_orphans"))) == "unhealthy"
 
 
 def test_unit_not_found_is_said():

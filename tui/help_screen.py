@@ -64,7 +64,8 @@ Readiness: not running → port closed → HTTP unhealthy → healthy → servin
 The card's first word is the worst that is true: FAILED, UNREACHABLE
 (never reached), SSH REFUSED (host key or login refused), CANNOT SEE
 (the unit or journal cannot be read), NO SUCH UNIT, RESTART LOOP,
-STALLED (no log line for minutes while loading), LOADING, READY, STOPPED.
+STALLED (no log line for minutes while loading), UNHEALTHY (the log says
+ready, the server does not answer as ready), LOADING, READY, STOPPED.
 STALE: the host stopped answering; the card keeps the last known state.
 """
 

@@ -69,6 +69,8 @@ def shown_hint(s: HostState) -> str:
     return hint if len(kept) == len(parts) else " ".join(kept)
 
 
+#: Readiness rungs of a server that does not answer as ready: with the log's "ready", ``unhealthy``.
+UNHEALTHY_RUNGS = frozenset({"port_closed", "http_unhealthy", "inactive"})
 #: Headlines in the order an operator must see them (worst first).
 HEADLINES = ("failed", "unreachable", "ssh refused", "cannot see", "no such unit", "restart loop", "stalled", "unhealthy",
              "loading", "ready", "stopped", "waiting")
@@ -97,9 +99,11 @@ def headline(s: HostState) -> str:
         return "restart loop"
     if kind == "stalled":
         return "stalled"
-    if kind == "unhealthy":
-        return "unhealthy"  # "ready" is the log's word; the server does not answer as ready
+    if s.state == "ready" and s.readiness in UNHEALTHY_RUNGS:
+        # "ready" is the log's word; the server does not answer as ready (whichever verdict is
+        # shown: GPU memory held outside the unit comes before "unhealthy")
+        return "unhealthy"
     return s.state if s.state in HEADLINES else "waiting"
 
 
-__all__ = ["WAITING_KIND", "HEADLINES", "unanswered", "shown_verdict", "shown_hint", "headline"]
+__all__ = ["WAITING_KIND", "UNHEALTHY_RUNGS", "HEADLINES", "unanswered", "shown_verdict", "shown_hint", "headline"]

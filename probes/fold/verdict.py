@@ -19,6 +19,7 @@ from probes.data.durations import fmt_span
 from probes.data.vocab import PHASES
 from probes.fold.access import LASTING
 from probes.fold.eta import slower_sentence
+from probes.fold.headline import UNHEALTHY_RUNGS
 from probes.hosttext import one_line
 
 #: Shown labels of the phase ids.
@@ -368,7 +369,7 @@ def verdict_for(s: HostState, now: float, stall_after: Mapping[str, float] | Non
         slow = slower_sentence(s, now)
         if slow is not None:
             return Verdict("warning", kind="slower", sentence=slow[0], evidence=slow[1])
-    if s.state == "ready" and s.readiness in ("port_closed", "http_unhealthy", "inactive"):
+    if s.state == "ready" and s.readiness in UNHEALTHY_RUNGS:
         h = s.health.detail if s.health is not None and s.readiness != "inactive" else s.readiness
         ready_line = next((sp.text for sp in reversed(s.phases) if sp.phase == "ready" and sp.text), None)
         ev = [f"readiness: {s.readiness}" + (f" ({one_line(h, max_chars=120)})" if h != s.readiness else "")]

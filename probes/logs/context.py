@@ -128,7 +128,10 @@ class LineContext:
             # message right before it from the same process (Python logging's `exc_info`).
             lvl = own
             if ln.level is None and prev is not None and prev.proc == ln.proc and (
-                    prev.level is not None and prev.level.upper() in _INTRODUCES):
+                    prev.level is not None and prev.level.upper() in _INTRODUCES) and not (
+                    prev.flavor == "bare" and level_class(prev.level) < 0):
+                # (pip's "WARNING: Running pip as root" and then a crash of the next command: a
+                # level word alone introduces no traceback as a warning's; uvicorn's ERROR does.)
                 lvl = level_class(prev.level)
             tb = self.tb = Trace(ln.lineno, lvl < 0, lvl > 0, benign=benign, first=ln,
                                  thread=thread or msg.startswith(THREAD_EXC))

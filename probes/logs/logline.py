@@ -146,7 +146,7 @@ class Line:
         prefixed: True when an engine prefix started this line, i.e. it begins a new log message;
             False for continuation lines (traceback frames, multi-line messages).
         flavor: which engine-style prefix matched: ``sglang``, ``vllm``, ``glog``, ``pylog``,
-            ``trtllm``, ``logfmt``, ``tgi``, or None.
+            ``trtllm``, ``logfmt``, ``tgi``, ``bare`` (a level word alone: uvicorn, pip), or None.
         numbered: a ``grep -n`` line number was stripped from the front.
         service: the service or container a multi-service wrapper named (``docker compose logs``
             ``name  | ``, ``kubectl logs --prefix`` ``[pod/NAME/CONTAINER]``), or None.
@@ -254,7 +254,7 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
     if not s:
         return Line(lineno, text, text, stamp, None, None, ident)
     rank = proc = level = flavor = service = wrap_level = None
-    prefixed = grep_n = False
+    prefixed = grep_n = bare = False
     depth = 0
     c = s[0]
     if (c == " " and "| " not in s) or (c.islower() and c != "t" and " | " not in s[:64]) or (
@@ -306,6 +306,7 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
             m = _PYWRAP_RE.match(s)
             if m and m.end() < len(s):
                 wrap_level = m.group(1)  # the message's level, unless a prefix inside names its own
+                bare = s[len(wrap_level) + 1] == " "  # no logger name: uvicorn's, pip's
                 s = s[m.end():]
                 c = s[:1]
         if c.isalpha() and " | " in s[:64]:
@@ -438,5 +439,7 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
         prefixed = bool(s) and not s[0].isspace()
     elif wrap_level is not None:
         level, prefixed = wrap_level, True
+        if bare:
+            flavor = "bare"  # a level word alone (uvicorn, pip): no logger whose exc_info a traceback is
     return Line(lineno, text, s, stamp, rank, proc, ident, level, prefixed, flavor, grep_n, service, wrap_end,
                 depth)
