@@ -269,6 +269,16 @@ def test_vllm_v0s_dead_engine_errors_end_the_start(dead) -> None:
     assert (r.state, r.error.line) == ("failed", 5)
 
 
+def test_a_requests_traceback_cut_at_its_raise_line_ends_no_serving_start() -> None:
+    # A fresh helper's break: the raise line's named cause ended a ready server's start.
+    api = "(APIServer pid=11980) ERROR 02-12 19:40:00 [serving_chat.py:200] "
+    r = _read(VLLM_READY + [api + "Error in preprocessing prompt inputs", api + "Traceback (most recent call last):",
+                            api + '  File "/x/vllm/entrypoints/openai/serving_engine.py", line 9, in _validate',
+                            api + '    raise ValueError("User-specified max_model_len (5000) is greater than the '
+                                  'derived max_model_len (4096)")'])
+    assert (r.state, r.cause) == ("ready", None)
+
+
 def test_a_server_that_shut_down_after_serving_is_stopped() -> None:
     r = _read(VLLM_READY + ["INFO:     Shutting down", "INFO:     Waiting for application shutdown.",
                             "INFO:     Application shutdown complete.", "INFO:     Finished server process [23347]"])

@@ -111,8 +111,9 @@ class ApplyLines:
             if hits.benign:
                 cx.benign = BENIGN_LINES
         if cx.benign or code or frame or (trace is not None and trace.benign) or (hits is not None and hits.harmless):
-            if code and hits is not None and hits.fail is not None and not cx.benign and (
+            if code and hits is not None and hits.fail is not None and not cx.benign and not start.ready and (
                     trace is not None and not trace.benign):
+                # (Not once ready: a request's traceback cut at its raise is that request's error.)
                 # The source line raises an exception whose message names the cause: what the
                 # exception line will say (or would have, past an excerpt's end). Logged as low
                 # as it is, so that any line logged as an error (the exception line) beats it.
