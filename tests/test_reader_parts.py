@@ -145,3 +145,39 @@ def test_a_download_before_the_banner_keeps_both_starting_spans() -> None:
         reader.feed(raw)
     assert [(p.phase, p.line, p.duration_s) for p in reader.reading().phases] == [
         ("starting", 1, 1.0), ("download", 2, 29.0), ("starting", 3, 0.0)]
+
+
+def _journal(lines: list[str]):
+    reader = StartupReader()
+    for raw in lines:
+        reader.feed(raw)
+    return reader.reading(ended=True)
+
+
+_VLLM = ["2026-02-12T19:33:39+0000 gpu-node-1 vllm[7]: INFO 02-12 19:33:39 api_server.py:151] vLLM API server "
+         "version 0.6.3",
+         "2026-02-12T19:34:05+0000 gpu-node-1 vllm[7]: INFO 02-12 19:34:05 model_runner.py:1025] Loading model "
+         "weights took 14.99 GB",
+         "2026-02-12T19:36:36+0000 gpu-node-1 vllm[7]: INFO:     Application startup complete."]
+
+
+def test_systemd_saying_started_once_the_server_is_up_is_the_same_start() -> None:
+    # ExecStartPost= (a health wait) or Type=notify: "Starting X...", the whole start, then
+    # "Started X." (a fresh helper's break: it read a second start, loading).
+    r = _journal(["2026-02-12T19:33:10+0000 gpu-node-1 systemd[1]: Starting vllm.service - vLLM server...", *_VLLM,
+                  "2026-02-12T19:36:40+0000 gpu-node-1 systemd[1]: Started vllm.service - vLLM server."])
+    assert (r.state, r.starts) == ("ready", 1)
+    # A "Started" with no "Starting" before it, after the server's lines, is a new start (as before).
+    r = _journal(["2026-02-12T19:33:10+0000 gpu-node-1 systemd[1]: Started vllm.service - vLLM server.", *_VLLM,
+                  "2026-02-12T19:40:00+0000 gpu-node-1 systemd[1]: Started vllm.service - vLLM server."])
+    assert (r.state, r.starts) == ("loading", 2)
+
+
+def test_another_units_started_line_begins_no_start() -> None:
+    # A whole system's journal: a login session's line before the unit's (a fresh helper's break:
+    # Starting began 13 minutes early, "READY after 16m36s").
+    r = _journal(["2026-02-12T19:20:00+0000 gpu-node-1 systemd[1]: Started Session 12 of User ubuntu.",
+                  "2026-02-12T19:33:10+0000 gpu-node-1 systemd[1]: Started vllm.service - vLLM server.", *_VLLM,
+                  "2026-02-12T19:35:00+0000 gpu-node-1 systemd[1]: Started apt-daily.timer - Daily apt download."])
+    assert (r.state, r.starts) == ("ready", 1)
+    assert [(p.phase, p.line) for p in r.phases][0] == ("starting", 2)

@@ -29,6 +29,12 @@ _RESULT_CAUSE = {
     "protocol": "exit_code",
 }
 _EXIT_CAUSE = {"exited": "exit_code", "killed": "signal", "dumped": "core_dump"}
+#: What systemd's Starting/Started/Stopping/Stopped line names when it is no server's unit (a whole
+#: system's journal): a login session, a user manager, a unit of a type that is no service.
+_OTHER_UNIT_RE = re.compile(
+    r"(?:Session \d+ of [Uu]ser |User Manager for UID |User Runtime Directory |User Slice of )"
+    r"|[\w@.\\-]+\.(?:scope|timer|mount|automount|socket|slice|target|path|device|swap)\b")
+_UNIT_NAME_RE = re.compile(r"[\w@.\\-]+\.service\b")
 
 
 def failed_start(start: Start, phase_i: int | None = None) -> FailedStart:
@@ -47,7 +53,7 @@ class StartHistory:
     start was ever ready. ``timeline`` makes the marks."""
 
     __slots__ = ("timeline", "current", "closed", "streak", "streak_starts", "last_failure",
-                 "restart_counter", "gave_up", "ever_ready")
+                 "restart_counter", "gave_up", "ever_ready", "unit")
 
     def __init__(self, timeline: Timeline) -> None:
         self.timeline = timeline
@@ -59,6 +65,20 @@ class StartHistory:
         self.restart_counter: int | None = None
         self.gave_up = False
         self.ever_ready = False
+        #: The unit the log is about, when known: systemd's lines naming another unit are not its.
+        self.unit: str | None = None
+
+    def other_unit(self, m: re.Match[str]) -> bool:
+        """Whether a Starting/Started/Stopping/Stopped line names another unit than the log's: a
+        session, a user manager, a timer or socket (:data:`_OTHER_UNIT_RE`), or a service other
+        than :attr:`unit` when that is known."""
+        what = m.groupdict().get("what")
+        if not what:
+            return False
+        if _OTHER_UNIT_RE.match(what):
+            return True
+        named = _UNIT_NAME_RE.match(what)
+        return self.unit is not None and named is not None and named.group(0) != self.unit
 
     def note_invocation(self, invocation: str) -> None:
         """A journal record's invocation id: a new one is a new start (the first one seen is the
@@ -111,13 +131,22 @@ class StartHistory:
         """:meth:`systemd`'s change of the starts for one line."""
         start = self.current
         timeline = self.timeline
+        if kind in ("started", "stopping", "stopped") and self.other_unit(m):
+            return  # a whole system's journal: another unit's line
         if kind == "started":
+            starting = m.group(0).startswith("Starting")
+            if not starting and start.job_pending and not start.ended:
+                # "Starting X..." began this start; "Started X." says its start job is done, which
+                # ExecStartPost= or Type=notify delay until the server is up: the same start.
+                start.job_pending = False
+                return
             if start.output or start.ended:
                 start = self.new_start()
             if start.life is Life.EMPTY:
                 start.life = Life.LOADING
                 start.first = timeline.mark("starting", ln)
                 start.launched = True
+            start.job_pending = starting
             return
         if kind == "exited":
             main = m.group(0)[:1] in "Mm"

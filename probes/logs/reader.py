@@ -104,6 +104,7 @@ class StartupReader(QuietLines, ApplyLines):
         self.bad_lines = 0
         self._timeline = Timeline()
         self._history = StartHistory(self._timeline)
+        self._history.unit = unit
         self._cx = LineContext()
         self._last_line = ""
         self._numbered = False

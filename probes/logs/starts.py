@@ -72,7 +72,8 @@ class Start:
     ranks: dict[str, int] = field(default_factory=dict)
     marks: dict[str, Mark] = field(default_factory=dict)
     first: Mark | None = None           # the start's first line (fallback "starting" mark)
-    launched: bool = False              # ... and that line is systemd's "Started"
+    launched: bool = False              # ... and that line is systemd's "Starting"/"Started"
+    job_pending: bool = False           # systemd said "Starting" and not yet "Started"
     served: bool = False                # it was ready at some point (a crash after it starts a new count)
     pre_ready: int = -1
     fail_phase: int = -1
