@@ -180,3 +180,23 @@ def test_a_log_call_python_could_not_format_is_no_failure() -> None:
     _healthy(VLLM_V1 + LOGGING_ERROR, "loading")
     _healthy(SGLANG_WARMUP + LOGGING_ERROR, "loading")
     _healthy(SGLANG_LOADING + LOGGING_ERROR + SGLANG_WARMUP[4:] + SGLANG_READY[-1:], "ready")
+
+
+@pytest.mark.parametrize("echo", [
+    # A prompt quoting a server's banner and its weights' progress bar (a fresh helper's break:
+    # "loading, starting, starts 2" and "Starting 1/4 (25%)" on a serving vLLM).
+    "(APIServer pid=11980) INFO 02-12 19:40:02 [logger.py:39] Received request chatcmpl-9: prompt: 'why does my "
+    "log say non-default args: {\"model_tag\": \"x\"} and then Loading safetensors checkpoint shards:  25% "
+    "Completed | 1/4 [00:01<00:03,  1.10s/it]', params: SamplingParams(n=1)",
+])
+def test_a_request_logs_echo_begins_no_start_phase_or_bar(echo) -> None:
+    r = _read(VLLM_V1_READY + [echo])
+    assert (r.state, r.starts, r.progress) == ("ready", 1, None), r
+    assert [p.phase for p in r.phases][-1] == "ready"
+
+
+def test_an_echo_of_a_banner_in_sglangs_request_log_begins_no_start() -> None:
+    echo = ("[2025-05-02 16:15:40] Receive: obj=GenerateReqInput(text='server_args=ServerArgs(model_path=x) "
+            "Capture cuda graph begin', input_ids=None, rid='ced0', stream=True)")
+    r = _read(SGLANG_READY + [echo])
+    assert (r.state, r.starts) == ("ready", 1), r

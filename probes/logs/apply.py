@@ -67,6 +67,13 @@ class ApplyLines:
         history = self._history
         timeline = self._timeline
         start = history.current
+        if hits is not None and hits.harmless:
+            # A request log echoing a client's text: none of its words are the server's own (a
+            # prompt holding a banner or a progress bar began a start, a phase, a bar).
+            if not start.ended and start.life is not _EMPTY:
+                start.output = True
+                self._last_line = ln.text
+            return
         if start.ended and start.invocation is None:
             start = history.new_start()
         if hits is not None and hits.banner is not None:
