@@ -200,3 +200,25 @@ def test_an_echo_of_a_banner_in_sglangs_request_log_begins_no_start() -> None:
             "Capture cuda graph begin', input_ids=None, rid='ced0', stream=True)")
     r = _read(SGLANG_READY + [echo])
     assert (r.state, r.starts) == ("ready", 1), r
+
+
+def test_a_logging_errors_call_stack_and_arguments_are_no_failure() -> None:
+    # logging.Handler.handleError prints, after the traceback, "Call stack:", the frames, then
+    # "Message: %r" and "Arguments: %s": an argument that is an exception read a loading vLLM as
+    # failed, hub_download (a fresh helper's break of the --- Logging error --- rule).
+    block = ["--- Logging error ---", "Traceback (most recent call last):",
+             '  File "/usr/lib/python3.12/logging/__init__.py", line 392, in getMessage',
+             "    msg = msg % self.args",
+             "TypeError: not all arguments converted during string formatting",
+             "Call stack:",
+             '  File "/usr/local/lib/python3.12/dist-packages/vllm/transformers_utils/config.py", line 300, in get_config',
+             '    logger.warning("Could not reach the Hub, using the local files", e)',
+             "Message: 'Could not reach the Hub, using the local files'",
+             "Arguments: (OSError(\"HTTPSConnectionPool(host='huggingface.co', port=443): Max retries exceeded with "
+             "url: /Qwen/Qwen3-8B/resolve/main/config.json\"),)"]
+    core = "(EngineCore_DP0 pid=12321) INFO 02-12 19:35:5"
+    init = [core + "1 [backends.py:872] Dynamo bytecode transform time: 16.41 s",
+            core + "6 [monitor.py:34] torch.compile takes 18.50 s in total"]
+    after = [core + "7 [gpu_worker.py:356] Available KV cache memory: 10.14 GiB",
+             core + "7 [kv_cache_utils.py:1307] GPU KV cache size: 33,216 tokens"]
+    _healthy(VLLM_V1 + init + block + after, "loading")

@@ -278,6 +278,10 @@ RULES: tuple[Rule, ...] = (
     # Python's logging could not format a log call: it prints the traceback and goes on
     # (logging.Handler.handleError).
     Rule(r"^--- Logging error ---", keys=("logging",), benign=True, example="--- Logging error ---"),
+    # ... and after its traceback the call's own place and record (logging.Handler.handleError:
+    # "Call stack:", the frames, "Message: %r", "Arguments: %s"): an argument may be an exception.
+    Rule(r"^(?:Call stack:$|Message: '|Arguments: \()", keys=("call", "message", "arguments"), harmless=True,
+         example="Arguments: (OSError(\"HTTPSConnectionPool(host='huggingface.co', port=443): Max retries\"),)"),
     # NCCL probes for optional libraries (a network, tuner or profiler plugin, InfiniBand verbs) and
     # says so when one is missing, then uses its own (NVIDIA/nccl#1231: "harmless"); its own failures
     # (NCCL WARN ... refused / failure) are other lines, read as usual.
