@@ -279,6 +279,20 @@ def test_a_requests_traceback_cut_at_its_raise_line_ends_no_serving_start() -> N
     assert (r.state, r.cause) == ("ready", None)
 
 
+@pytest.mark.parametrize("line", [
+    # vLLM's retry of a Hub call (config.py, logged at ERROR, then it goes on); the 401 is a
+    # fresh helper's: the wording's form is vLLM's
+    "ERROR 05-04 14:43:20 [config.py:120] Error retrieving safetensors: 401 Client Error: Unauthorized for url: "
+    "https://huggingface.co/api/models/org/model, retrying 1 of 2",
+    "ERROR 05-04 14:43:20 [x.py:1] HTTPSConnectionPool(host='huggingface.co', port=443): Read timed out. "
+    "Retrying in 5 s",
+])
+def test_a_failure_line_that_says_it_retries_ends_nothing(line) -> None:
+    r = _read(VLLM_READY[:2] + [line])
+    assert (r.state, r.cause) == ("loading", None)
+    assert [s.line for s in r.suspects] == [3]  # shown, not decisive
+
+
 def test_a_server_that_shut_down_after_serving_is_stopped() -> None:
     r = _read(VLLM_READY + ["INFO:     Shutting down", "INFO:     Waiting for application shutdown.",
                             "INFO:     Application shutdown complete.", "INFO:     Finished server process [23347]"])

@@ -24,6 +24,9 @@ from probes.logs.timeline import Mark, Timeline
 
 _DOWNLOAD, _WARMUP = PHASE_INDEX["download"], PHASE_INDEX["warmup"]
 _MAX_SUSPECTS = 64
+#: A failure line that says it will be tried again ("retrying 1 of 2", "Retrying in 5 s",
+#: "retry 2/5"): the process goes on, so the line is a suspect that ends nothing by itself.
+_RETRY_RE = re.compile(r"\b[Rr]etrying (?:\d+ of \d+|in \d|\(\d+/\d+\))|\b[Rr]etry \d+/\d+")
 _NO_LINE_HINT = ("A traceback began and its exception line has not arrived (or the excerpt ends before "
                  "it): the frames above say where it failed.")
 
@@ -35,6 +38,9 @@ def judge(start: Start, ln: Line, hits: Hits | None, top: bool, low: bool, high:
     ``engine`` for the hint's wording)."""
     msg = ln.msg
     trace_thread = trace is not None and trace.thread
+    if "etry" in msg and _RETRY_RE.search(msg) is not None:
+        low = True  # (vLLM's "Error retrieving safetensors: ..., retrying 1 of 2", logged at ERROR)
+        high = False
     if (trace is not None and trace.first is ln and trace.header and start.life is not Life.READY
             and (hits is None or hits.fail is None)):
         # A traceback begins (also one printed inside an exception's message, as Ray's
