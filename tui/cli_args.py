@@ -50,7 +50,7 @@ _EXAMPLE = ("An example hosts.toml:\n"
                             f"any of them but name; [settings] {', '.join(SETTING_KEYS)}. `upwatch config` "
                             "prints every value upwatch would use and where it came from.", 78))
 
-_DESCRIPTION = ("Is the LLM server up yet? Watches SGLang/vLLM servers starting as systemd units on GPU "
+_DESCRIPTION = ("Is the LLM server up yet? Watches LLM servers (SGLang, vLLM, TGI, llama.cpp, Ollama, TensorRT-LLM) starting as systemd units on GPU "
                 "hosts over SSH, reads their startup logs and says how far the start has come, and if "
                 "it broke, why.")
 
