@@ -209,6 +209,28 @@ async def test_a_timeout_while_the_unit_or_journal_cannot_be_read_is_4_not_3(pro
     assert read.code == EXIT_TIMEOUT and read.sentence.startswith("not ready after 0 s: "), read
 
 
+async def test_a_timeout_after_the_link_dropped_is_4_not_3() -> None:
+    # The host answered, then its connection was lost: "not ready after N s" (3) read as "read, not
+    # ready yet" (a helper's finding); what it says now is not known.
+    import asyncio
+
+    from probes.clock import ManualClock
+    from tui.wait import settle
+
+    lost = state(stale_since=T0 + 20, updated=T0 + 10,
+                 verdict=Verdict("warning", "Connection lost at 12:00:20; reconnecting (attempt 2).", kind="stale"))
+
+    class Looked:
+        clock = ManualClock(T0 + 30)
+
+        def state(self) -> HostState:
+            return lost
+
+    end = await settle(Looked(), asyncio.Event(), since=0, until="ready", timeout_s=0.0)  # type: ignore[arg-type]
+    assert end.code == EXIT_UNREACHABLE, end
+    assert end.sentence == "gpu-node-3: unreachable at the timeout (0 s): Connection lost at 12:00:20; reconnecting (attempt 2).", end
+
+
 async def test_the_timeout_counts_from_when_wait_begins(monkeypatch) -> None:
     # --timeout 10 waited 10 s more after connecting and reading the backlog (up to 15 s) and the
     # restart (a tester's finding): settle is given the time wait began.

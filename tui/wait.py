@@ -371,6 +371,11 @@ async def settle(w: HostWatcher, changed: asyncio.Event, *, since: float, until:
                 # The time is up while only the line that says why was awaited: the start failed
                 # all the same (systemd said so); a timeout's 3 would read as "still starting".
                 return WaitEnd(held, s, end_sentence(s, held))
+            if s.stale_since is not None:
+                # the link dropped after the host had answered: what it says now is not known
+                why = s.verdict.sentence if s.verdict is not None else "the connection is lost"
+                return WaitEnd(EXIT_UNREACHABLE, s, f"{s.host}: unreachable at the timeout ({timeout_s:g} s): "
+                                                    f"{one_line(why)}")
             blind = blind_failures(s)
             if blind:
                 # what decides readiness was not read: "not ready" (3) would be a guess
