@@ -231,6 +231,34 @@ async def test_a_timeout_after_the_link_dropped_is_4_not_3() -> None:
     assert end.sentence == "gpu-node-3: unreachable at the timeout (0 s): Connection lost at 12:00:20; reconnecting (attempt 2).", end
 
 
+async def test_a_timeout_while_health_cannot_be_asked_of_a_ready_log_is_4() -> None:
+    # The log says ready, the health probe cannot run (no port known, the tunnel refused): 3's
+    # "not ready" would be a guess (a helper's finding). While the log says loading, 3 stays.
+    import asyncio
+
+    from probes.clock import ManualClock
+    from probes.data.events import ProbeFailure
+    from tui.wait import EXIT_TIMEOUT, settle
+
+    failing = ProbeFailure(T0 + 25, "health", "config", "gpu-node-3: no port known for the server")
+
+    class Looked:
+        def __init__(self, s: HostState) -> None:
+            self.s = s
+            self.clock = ManualClock(T0 + 30)
+
+        def state(self) -> HostState:
+            return self.s
+
+    ready = state(state="ready", phase="ready", readiness="unknown", failures=(failing,))
+    end = await settle(Looked(ready), asyncio.Event(), since=0, until="ready", timeout_s=0.0)  # type: ignore[arg-type]
+    assert (end.code, end.sentence) == (
+        EXIT_UNREACHABLE, "gpu-node-3: cannot check health after 0 s: gpu-node-3: no port known for the server"), end
+    loading = state(readiness="unknown", failures=(failing,))
+    end = await settle(Looked(loading), asyncio.Event(), since=0, until="ready", timeout_s=0.0)  # type: ignore[arg-type]
+    assert end.code == EXIT_TIMEOUT, end
+
+
 async def test_the_timeout_counts_from_when_wait_begins(monkeypatch) -> None:
     # --timeout 10 waited 10 s more after connecting and reading the backlog (up to 15 s) and the
     # restart (a tester's finding): settle is given the time wait began.

@@ -376,6 +376,11 @@ async def settle(w: HostWatcher, changed: asyncio.Event, *, since: float, until:
                 why = s.verdict.sentence if s.verdict is not None else "the connection is lost"
                 return WaitEnd(EXIT_UNREACHABLE, s, f"{s.host}: unreachable at the timeout ({timeout_s:g} s): "
                                                     f"{one_line(why)}")
+            hf = s.failure("health")
+            if s.state == "ready" and hf is not None:
+                # the log says ready and health could not be asked: "not ready" would be a guess
+                return WaitEnd(EXIT_UNREACHABLE, s, f"{s.host}: cannot check health after {timeout_s:g} s: "
+                                                    f"{one_line(hf.message)}")
             blind = blind_failures(s)
             if blind:
                 # what decides readiness was not read: "not ready" (3) would be a guess
