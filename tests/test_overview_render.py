@@ -123,7 +123,7 @@ async def test_the_header_counts_every_host_not_only_the_cards_on_screen():
         assert "40 hosts: 10 failed · 30 loading" in screen_text(app)
         # Hosts that change count once, as what they are now (the counts are kept per host).
         for i in (38, 39, 0):
-            screen.update_host(loading_state(host=f"gpu-{i:02d}", state="ready", phase="ready",
+            screen.update_host(loading_state(host=f"gpu-{i:02d}", state="ready", phase="ready", readiness="serving",
                                              progress=None, verdict=None))
         screen.update_host(loading_state(host="gpu-01", stale_since=T0, verdict=None))
         await pilot.pause()
