@@ -218,7 +218,7 @@ async def _child(mode: str, args: argparse.Namespace) -> dict[str, Any]:
                 pass
 
         from probes.sources import gpu as gpu_probe
-        from probes.sources.journal import journal_argv
+        from probes.sources.journal_cmd import journal_argv
 
         tasks = []
         for spec in specs:

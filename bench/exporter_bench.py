@@ -87,7 +87,7 @@ async def _child(mode: str, rate: float, seconds: float, hosts: int) -> None:
         port = await bound
     else:
         from probes.sources import gpu as gpu_probe
-        from probes.sources.journal import journal_argv
+        from probes.sources.journal_cmd import journal_argv
 
         async def drain(r: FloodRunner, argv: list[str]) -> None:
             async for _ in r.stream(argv):

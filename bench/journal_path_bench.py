@@ -48,7 +48,7 @@ def _records(lines: int) -> tuple[Any, list[bytes]]:
     from flood_host import FloodRunner, Gate
 
     from probes.logs.journal_json import READ_FIELDS
-    from probes.sources.journal import journal_argv
+    from probes.sources.journal_cmd import journal_argv
 
     host = FloodRunner("gpu-node-01", Gate(), rate=200.0, seconds=lines / 200.0)
     host._ask_fields(tuple(journal_argv("sglang.service", None, 5000, fields=READ_FIELDS)))

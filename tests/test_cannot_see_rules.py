@@ -150,7 +150,7 @@ def test_cannot_see_comes_before_every_other_rule_but_the_connection() -> None:
 def test_wait_gives_up_at_once_on_a_lasting_reason_and_after_a_while_on_another() -> None:
     from probes.data.state import HostState
     from probes.data.events import ProbeFailure
-    from tui.wait import BLIND_GIVE_UP_S, EXIT_UNREACHABLE, outcome
+    from tui.wait_rules import BLIND_GIVE_UP_S, EXIT_UNREACHABLE, outcome
 
     base = HostState(host="gpu-b", unit="sglang.service", updated=T0)
     lasting = HostState(host="gpu-b", unit="sglang.service", updated=T0, failures=(

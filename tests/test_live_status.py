@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from probes.logs.journal_json import READ_FIELDS
-from probes.sources.journal import output_fields_option
+from probes.sources.journal_cmd import output_fields_option
 from probes.sources.gpu_errors import MSG_MISMATCH, MSG_NOT_INSTALLED
 from testhost import TestHost
 from tui.cli import main

@@ -21,7 +21,7 @@ from netns import NetnsHost
 from probes.clock import WallClock
 from probes.data.state import HostState
 from probes.logs.journal_json import READ_FIELDS
-from probes.sources.journal import output_fields_option
+from probes.sources.journal_cmd import output_fields_option
 from probes.spec import HostSpec
 from probes.watch.watcher import HostWatcher
 from waiting import until

@@ -11,7 +11,7 @@ from probes.sources.gpu_apps import compute_apps_argv, parse_compute_apps
 from probes.transport.local import LocalRunner
 from probes.transport.runner import ProbeError
 from probes.sources.health_target import HealthTarget, health_target
-from probes.sources.journal import journal_access_problem, journal_argv
+from probes.sources.journal_cmd import journal_access_problem, journal_argv
 from probes.spec import HostSpec
 from waiting import until
 

@@ -16,7 +16,8 @@ from probes.clock import ManualClock
 from probes.fold.model import HostModel
 from probes.sources.context import SourceContext
 from probes.logs.journal_json import READ_FIELDS, parse_record
-from probes.sources.journal import JOURNAL_GUARD_S, JOURNAL_RECHECK_S, JournalSource, output_fields_option
+from probes.sources.journal import JOURNAL_GUARD_S, JOURNAL_RECHECK_S, JournalSource
+from probes.sources.journal_cmd import output_fields_option
 from probes.spec import HostSpec
 from probes.transport.runner import ProbeError
 
@@ -275,7 +276,7 @@ async def test_a_look_that_fails_for_no_access_reason_is_no_reading_and_says_the
 
 
 def test_the_hosts_words_are_one_safe_line_and_bounded() -> None:
-    from probes.sources.journal import HOST_WORDS_CHARS, failed_words, host_words
+    from probes.sources.journal_cmd import HOST_WORDS_CHARS, failed_words, host_words
 
     assert host_words(b"") == "" and failed_words(1, b"") == "(exit status 1)"
     assert failed_words(-15, b"") == "(killed by signal 15)"

@@ -20,7 +20,7 @@ from probes.sources import unit as unit_probe
 from probes.sources.health import probe_health
 from probes.transport.runner import ProbeError
 from probes.transport.ssh import SshRunner
-from probes.sources.journal import journal_argv
+from probes.sources.journal_cmd import journal_argv
 from testhost import FIXTURES, TestHost
 from waiting import until
 

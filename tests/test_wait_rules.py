@@ -10,9 +10,9 @@ import pytest
 from probes.data.reading import ErrorLine, Progress
 from probes.data.state import HostState, PhaseSpan, Verdict
 from probes.data.events import UnitState
-from tui.wait import (
-    _NOT_ALLOWED_RE, EXIT_FAILED, EXIT_LOOP, EXIT_READY, EXIT_UNREACHABLE, decisive_line_known, describe,
-    outcome, tty_line, wait,
+from tui.wait import _NOT_ALLOWED_RE, wait
+from tui.wait_rules import (
+    EXIT_FAILED, EXIT_LOOP, EXIT_READY, EXIT_UNREACHABLE, decisive_line_known, describe, outcome, tty_line,
 )
 
 T0 = 1_764_460_800.0  # 2025-11-30 00:00 UTC

@@ -116,7 +116,7 @@ class Session:
             unit_interval_s=config.unit_interval_s, health_interval_s=config.health_interval_s,
             gpu_interval_s=config.gpu_interval_s, gpu_source=gpu_source_factory(spec), history=history)
             for spec in config.hosts}
-        #: per host, ``(since, unit_after)`` of this session's last restart (see :func:`tui.wait.outcome`)
+        #: per host, ``(since, unit_after)`` of this session's last restart (see :func:`tui.wait_rules.outcome`)
         self.restarted: dict[str, tuple[float, float]] = {}
         self._answered = Answered()
         #: hosts that have answered once: later calls do not wait for a quiet journal again
