@@ -118,9 +118,9 @@ class LocalRunner:
                 async for batch in batches:
                     yield batch
             if ended is not None and errors is not None:
-                with contextlib.suppress(Exception):
+                with contextlib.suppress(TimeoutError):  # still running: no exit status to give
                     await asyncio.wait_for(proc.wait(), self.grace_s)
-                with contextlib.suppress(Exception):
+                with contextlib.suppress(TimeoutError):  # (keep_stderr ends quietly on a failed read)
                     await asyncio.wait_for(asyncio.shield(errors), self.grace_s)
                 ended.returncode = proc.returncode
         finally:

@@ -282,9 +282,9 @@ class SshRunner:
                 raise ProbeError("closed", f"{self.host}: connection lost while {argv[0]} ran")
             if ended is not None and errors is not None:
                 # stdout ended: the exit status and the rest of stderr come with the channel's close
-                with contextlib.suppress(Exception):
+                with contextlib.suppress(TimeoutError, OSError, asyncssh.Error):  # not closed, or the link went
                     await asyncio.wait_for(proc.wait_closed(), self.grace_s)
-                with contextlib.suppress(Exception):
+                with contextlib.suppress(TimeoutError):  # (keep_stderr ends quietly on a failed read)
                     await asyncio.wait_for(asyncio.shield(errors), self.grace_s)
                 ended.returncode = proc.returncode
         finally:
