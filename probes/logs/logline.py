@@ -80,8 +80,11 @@ _ISO_RE = re.compile(
     r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,]\d+)?(Z|[+-]\d\d:?\d\d)?"
     r"(?: (?![A-Z]{4,} )(\S+) ([^\s\[:]+)(?:\[(\d+)\])?: | )")
 _RANK_RE = re.compile(r"\[rank(\d+)\]:? ?")
+# A process prefix: vLLM's "(EngineCore_DP0 pid=12)", "(VllmWorker rank=1 pid=3)", Ray's forwarding of
+# a worker's output "(pid=2613)", "(ServeReplica:default:LLMServer pid=2613, ip=10.0.0.2)"; Ray's in
+# front of vLLM's gives two ("(APIServer pid=1) (DPEngineCoreActor pid=7, ip=...) ...").
 _PROC_RE = re.compile(
-    r"\(([A-Za-z][\w-]*(?: (?:TP|rank=)?\d+)?) pid=(\d+)(?:, ip=[^)]*)?\)(?: |$)")
+    r"\((?:([A-Za-z][\w:.-]*(?: (?:TP|rank=)?\d+)?) )?pid=(\d+)(?:, ip=[^)]*)?\)(?: |$)")
 # Engine prefixes (the innermost). Groups: time parts, ranks, level.
 # SGLang's: a level word right after it ("[2025-05-02 16:14:33] WARNING ..."), as some builds log, is read
 # by a look-ahead: it stays in the message.
@@ -351,14 +354,17 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
             rank = "rank" + m.group(1)
             s = s[m.end():]  # torch c10d's own "[E130 18:11:34.707542570 File.cpp:143] " may follow
             c = s[:1]
-    if c == "(":
+    for _ in (1, 2):  # Ray's prefix, then the engine's own process prefix
+        if c != "(":
+            break
         m = _PROC_RE.match(s)
-        if m:
-            proc = m.group(1)
-            if proc.startswith(_WORKER_PROCS) or proc.startswith("EngineCore"):
-                rank = _vllm_rank(proc, m.group(2))
-            s = s[m.end():]
-            c = s[:1]
+        if m is None:
+            break
+        proc = name = m.group(1) or f"pid{m.group(2)}"  # the innermost names the process
+        if name.startswith(_WORKER_PROCS) or name.startswith("EngineCore"):
+            rank = _vllm_rank(name, m.group(2))
+        s = s[m.end():]
+        c = s[:1]
     # --- the engine's own prefix -------------------------------------------------------------
     m = None
     if c == "[":

@@ -46,6 +46,10 @@ _LAST_FRAME_PHASE = PHASE_INDEX["graph_capture"]
 _HOST_IDENTS = frozenset({"systemd", "kernel"})
 # "user@host:~$ vllm serve ...", "(venv) root@gpu:/app# ", "$ journalctl -u x": a shell prompt.
 _PROMPT_RE = re.compile(r"(?:\(\S+\) )?(?:\[?[\w.-]+@[\w.-]+[: ][^$#]*\]?[$#]|\$)(?: |$)")
+# The shell's own lines around a pasted log: the echo of Ctrl-C (^C, which says nothing by itself: a
+# server in the foreground prints its own KeyboardInterrupt or shutdown lines), a background job's
+# number and PID ("[1] 2613", bash's job control), nohup's notice (coreutils nohup.c).
+_SHELL_RE = re.compile(r"\^[CZ\\]$|\[\d{1,3}\] \d{1,9}$|nohup: (?:ignoring input|appending output|redirecting stderr)")
 # `journalctl -o cat`: systemd's own lines with no identifier, naming the unit (Debian's "name - Description").
 _BARE_SYSTEMD_RE = re.compile(r"(?:Started|Starting|Stopped|Stopping|Failed to start) [\w@.:\\-]+\.service\b")
 _LEADING_NUMBER_RE = re.compile(r"(\d{1,9})[:-](?:\S| )")
@@ -390,7 +394,7 @@ class StartupReader(QuietLines, ApplyLines):
         if is_systemd:
             self._apply_host(hits, ln)
             return
-        if not msg or msg.isspace():
+        if not msg or msg.isspace() or (msg[0] in "^[n" and _SHELL_RE.match(msg) is not None):
             return
         self._apply(ln, hits, ctx)
 

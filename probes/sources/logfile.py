@@ -15,6 +15,7 @@ at all, is checked by :mod:`probes.sources.logfile_input`; this module feeds the
 
 from __future__ import annotations
 
+import codecs
 import io
 import itertools
 import os
@@ -98,6 +99,78 @@ class _Prefixed:
         return head + self._stream.readline(size - len(head))
 
 
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+class _Utf16AsUtf8(io.RawIOBase):
+    """A UTF-16 text stream (byte-order mark first, as PowerShell 5's ``>`` and ``Out-File`` write
+    it) read as UTF-8 bytes; bytes that are no UTF-16 become U+FFFD. Wrapped in
+    :class:`io.BufferedReader` by :func:`as_utf8`, so ``read``, ``read1`` and ``readline`` work."""
+
+    def __init__(self, head: bytes, stream: IO[bytes]) -> None:
+        super().__init__()
+        self._stream = stream
+        self._decoder = codecs.getincrementaldecoder("utf-16")("replace")
+        self._out = self._decoder.decode(head).encode()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
+        while not self._out:
+            chunk = self._stream.read(BLOCK)
+            if not chunk:
+                self._out = self._decoder.decode(b"", final=True).encode()
+                if not self._out:
+                    return 0
+                break
+            self._out = self._decoder.decode(chunk).encode()
+        n = min(len(b), len(self._out))
+        b[:n] = self._out[:n]
+        self._out = self._out[n:]
+        return n
+
+
+class _Head(io.RawIOBase):
+    """Bytes already read from a stream that can neither seek nor peek, then the stream."""
+
+    def __init__(self, head: bytes, stream: IO[bytes]) -> None:
+        super().__init__()
+        self._head, self._stream = head, stream
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
+        if not self._head:
+            data = self._stream.read(len(b))
+        else:
+            data, self._head = self._head[:len(b)], self._head[len(b):]
+        b[:len(data)] = data
+        return len(data)
+
+
+def as_utf8(stream: IO[bytes]) -> IO[bytes]:
+    """The stream itself, or, for UTF-16 text (it begins with a UTF-16 byte-order mark), the same
+    text as UTF-8 bytes: a log saved by PowerShell's ``>`` reads as the log itself. The first two
+    bytes are looked at without losing them (peek, or read and seek back, or read and given again)."""
+    peek = getattr(stream, "peek", None)
+    if peek is not None:
+        if peek(2)[:2] not in _UTF16_BOMS:
+            return stream
+        head = stream.read(2)
+    elif stream.seekable():
+        head = stream.read(2)
+        if head not in _UTF16_BOMS:
+            stream.seek(-len(head), io.SEEK_CUR)
+            return stream
+    else:
+        head = stream.read(2)
+        if head not in _UTF16_BOMS:
+            return io.BufferedReader(_Head(head, stream))
+    return io.BufferedReader(_Utf16AsUtf8(head, stream))
+
+
 def _readline_lines(readline: Callable[[int], bytes]) -> Iterator[bytes]:
     """:func:`iter_lines` the line-by-line way, over ``readline(size)``."""
     while True:
@@ -145,14 +218,14 @@ def read_stream(stream: IO[bytes], engine: str | None = None, unit: str | None =
 
     Raises:
         LogReadError: for a binary file that is not a log (an empty input gives a reading), a
-            binary journal, compressed or UTF-16 text, ``journalctl -o json-pretty`` output, or a
+            binary journal, compressed text, ``journalctl -o json-pretty`` output, or a
             ``unit`` no journal entry is about.
         ValueError: for an unknown engine id.
     """
     if unit is not None and "." not in unit:
         unit += ".service"  # as journalctl -u does
     reader = StartupReader(engine)
-    blocks = iter_blocks(stream)
+    blocks = iter_blocks(as_utf8(stream))
     head: list[bytes] = []
     rest: list[bytes] = []  # the lines of the last block read after the head
     size = 0
