@@ -31,7 +31,7 @@ def main() -> int:
     n = len(CASES)
     print(f"{n} logs x {len(WRAPPERS)} wrappers = {n * len(WRAPPERS)} readings; "
           f"{n * len(WRAPPERS) - sum(map(len, changed.values()))} as bare")
-    print(f"| wrapper | same as bare | fields that changed |\n|---|---|---|")
+    print("| wrapper | same as bare | fields that changed |\n|---|---|---|")
     for name in WRAPPERS:
         fields = collections.Counter(f for _, diff in changed[name] for f in diff)
         print(f"| {name} | {n - len(changed[name])}/{n} | {', '.join(f'{k} {v}' for k, v in fields.items()) or '-'} |")

@@ -10,7 +10,7 @@ from pathlib import Path
 from conftest import EXTRA_LOGS, LOGS
 
 KEYS = ["engine", "state", "phase", "phases_seen", "phases", "progress", "error", "cause", "hint", "starts",
-        "restart_loop", "suspects", "service"]
+        "restart_loop", "suspects", "service", "why"]
 
 
 def _upwatch(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
@@ -38,6 +38,9 @@ def test_json_has_exactly_the_documented_keys() -> None:
                                 "text": "Loading safetensors checkpoint shards: 100% Completed | 163/163 "
                                         "[00:16<00:00, 10.15it/s]"}
     assert out["phases"][1]["time"] == "2026-05-08T14:34:31"
+    # What read it: the decisive line's own line and text, and the state is the failure's.
+    assert out["why"]["error"]["line"] == 111 and out["why"]["state"] == out["why"]["error"]
+    assert set(out["why"]["error"]) == {"line", "text", "rule", "engine", "message"}
 
 
 def test_a_log_with_no_year_shows_month_day_and_clock_and_says_so() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from probes.logs.engines import ENGINES
 from probes.data.durations import fmt_span
 from probes.data.reading import Reading
+from probes.logs.why import explain
 
 _LABELS = {"starting": "Starting", "download": "Download", "weights": "Weight load", "init": "Init",
            "graph_capture": "Graph capture", "warmup": "Warm-up", "ready": "Ready"}
@@ -76,12 +77,16 @@ def found_start(reading: Reading) -> bool:
 
 
 def replay_json(reading: Reading) -> dict:
-    """The object ``upwatch replay --json`` prints: :meth:`Reading.to_json`, with ``state``
+    """The object ``upwatch replay --json`` prints: :meth:`Reading.to_json` and ``why``
+    (:func:`probes.logs.why.explain`), with ``state``
     :data:`NO_START` (and ``phase`` null) when the log holds no server start (:func:`found_start`),
     which the text form reports as "NO SERVER START FOUND"; the reader itself calls such a log a
     start not yet begun (``loading``, ``starting``), which is true for a live journal but not for a
     saved log that has ended."""
     out = reading.to_json()
+    # What read the state, the phase and the decisive line: the rule and the engine's own message
+    # (probes/logs/engines/messages/, with its version range and source location).
+    out["why"] = explain(reading) if found_start(reading) else {"state": None, "phase": None, "error": None}
     if not found_start(reading):
         out["state"] = NO_START
         out["starts"] = 0

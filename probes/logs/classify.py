@@ -181,6 +181,10 @@ class Classifier:
                 out.ready = rule
             if rule.cause is not None and out.fail is None:
                 out.fail, out.fail_m = rule, m
+        if out.benign and out.fail is not None and out.fail.terminal:
+            # A warning that says the process ended (the resource tracker's "UserWarning: ... leaked
+            # semaphore objects to clean up at shutdown") is that end, not a warning to pass over.
+            out.benign = False
         return out
 
     def _from_line(self, ln: Line, start: Start) -> None:

@@ -114,6 +114,10 @@ def fail(start: Start, cause: str, strength: int, ln: Line, hint: str | None, en
         if f.beats(start.error):
             start.error = f
         return
+    if start.life is Life.STOPPED:
+        # Stopped on purpose (SIGTERM, Ctrl-C, systemctl stop): what fails after it is the stop's
+        # consequence (a child "crashed with exit code -15", the interpreter's shutdown warnings).
+        return
     if len(start.suspects) < _MAX_SUSPECTS:
         start.suspects.append(f)
     if f.beats(start.error):

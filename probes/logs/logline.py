@@ -76,9 +76,11 @@ _QUOTE_RE = re.compile(r"(?:> ?)+")
 _NESTED = (1, 2, 3)  # at most three wrappers, one inside the other
 _SYSLOG_RE = re.compile(
     r"([A-Z][a-z]{2}) ([ \d]\d) (\d\d:\d\d:\d\d)(?:\.\d+)? (?:([^\s\[\]:]+) )?([^\s\[:]+)(?:\[(\d+)\])?: ?")
+# journalctl -o short-iso: host and identifier, or (a journal without _HOSTNAME, a copy that left it
+# out) the identifier with its PID alone ("2026-02-18T10:52:39+02:00 systemd[1]: Stopping ...").
 _ISO_RE = re.compile(
     r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,]\d+)?(Z|[+-]\d\d:?\d\d)?"
-    r"(?: (?![A-Z]{4,} )(\S+) ([^\s\[:]+)(?:\[(\d+)\])?: | )")
+    r"(?: (?![A-Z]{4,} )(?:([^\s\[\]:]+) ([^\s\[:]+)(?:\[(\d+)\])?|([^\s\[:]+)\[(\d+)\]): | )")
 _RANK_RE = re.compile(r"\[rank(\d+)\]:? ?")
 # A process prefix: vLLM's "(EngineCore_DP0 pid=12)", "(VllmWorker rank=1 pid=3)", Ray's forwarding of
 # a worker's output "(pid=2613)", "(ServeReplica:default:LLMServer pid=2613, ip=10.0.0.2)"; Ray's in
@@ -101,6 +103,9 @@ _TRT_CPP_RE = re.compile(r"\[TensorRT-LLM\](?:\[RANK (\d+)\])?\[(TRACE|DEBUG|VER
 # (the month is not zero-padded: E130 is 30 January), with or without the thread id
 # ("[W1203 10:00:00.123456 4711 socket.cpp:752] "); torch <= 2.1 wrote no date ("[W socket.cpp:426] ").
 _C10D_RE = re.compile(r"\[([IWEF])(?:(\d{1,2})(\d\d) (\d\d:\d\d:\d\d)\.\d+(?: \d+)?)? [\w./-]+:\d+\] ?")
+# llama.cpp's common log (common/log.cpp, --log-prefix --log-timestamps, on in its server images):
+# the time since start as minutes.seconds.ms.us, then the level letter ("0.04.391.228 I srv  ...").
+_LLAMA_RE = re.compile(r"\d{1,6}\.\d\d\.\d{3}\.\d{3} ([IWED]) ")
 _LOGFMT_RE = re.compile(r"time=(\d{4})-(\d\d)-(\d\d)T(\d\d:\d\d:\d\d)\S* level=(\w+) ")
 # TGI (Rust tracing): "  INFO text_generation_launcher: ...", "WARN shard-manager: ...",
 # "INFO text_generation_router::server: ..."; the level is followed by a target and a colon (a vLLM
@@ -149,7 +154,7 @@ class Line:
         prefixed: True when an engine prefix started this line, i.e. it begins a new log message;
             False for continuation lines (traceback frames, multi-line messages).
         flavor: which engine-style prefix matched: ``sglang``, ``vllm``, ``glog``, ``pylog``,
-            ``trtllm``, ``logfmt``, ``tgi``, ``bare`` (a level word alone: uvicorn, pip), or None.
+            ``trtllm``, ``logfmt``, ``tgi``, ``llamacpp``, ``bare`` (a level word alone: uvicorn, pip), or None.
         numbered: a ``grep -n`` line number was stripped from the front.
         service: the service or container a multi-service wrapper named (``docker compose logs``
             ``name  | ``, ``kubectl logs --prefix`` ``[pod/NAME/CONTAINER]``), or None.
@@ -332,8 +337,8 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
             if m:
                 if stamp is None:
                     stamp = Stamp(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4), m.group(5) or "")
-                if m.group(7):
-                    ident = m.group(7)
+                if m.group(7) or m.group(9):
+                    ident = m.group(7) or m.group(9)
                 s = s[m.end():]
                 c = s[:1]
                 lm = _TGI_LEVEL_RE.match(s) if s[:1] == " " or s[:1].isupper() else None
@@ -431,6 +436,11 @@ def parse(lineno: int, text: str, *, stamp: Stamp | None = None, ident: str | No
                     stamp = Stamp(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4))
                 level = m.group(5)
                 flavor = "pylog"
+        elif "." in s[:7]:
+            m = _LLAMA_RE.match(s)
+            if m:
+                level = m.group(1)
+                flavor = "llamacpp"
     elif c == "t" and s.startswith("time="):
         m = _LOGFMT_RE.match(s)
         if m:

@@ -118,13 +118,15 @@ RULES: tuple[Rule, ...] = (
          example="[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation "
                  "timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE)"),
     Rule(r"no kernel image is available for execution|cudaErrorNoKernelImageForDevice|hipErrorNoBinaryForGpu|"
+         r"(?:ROCm|CUDA|HIP) error: invalid device function|hipErrorInvalidDeviceFunction|"
          r"The bin of socVersion \[\w+\] does not support opType|"
          r"is not compatible with the current PyTorch installation|"
          r"FlashAttention only supports (?:Ampere|Turing|Hopper)|"
          r"(?:not supported|unsupported) on (?:this GPU|GPUs? with compute capability|devices? with compute capability)|"
          r"requires (?:a GPU with )?compute capability (?:of )?(?:>= ?)?\d|"
          r"[Uu]nsupported (?:GPU|gpu|CUDA) arch(?:itecture)?|Unsupported SM(?: version)?\b",
-         keys=("kernel", "cudaerrornokernelimagefordevice", "hiperrornobinaryforgpu", "bin", "compatible",
+         keys=("kernel", "cudaerrornokernelimagefordevice", "hiperrornobinaryforgpu", "invalid",
+               "hiperrorinvaliddevicefunction", "bin", "compatible",
                "flashattention", "supported", "unsupported", "requires"),
          cause="gpu_arch",
          example="RuntimeError: CUDA error: no kernel image is available for execution on the device"),
@@ -267,6 +269,50 @@ RULES: tuple[Rule, ...] = (
               "for the kernel's OOM killer.",
          example="Killed"),
     Rule(r"^KeyboardInterrupt\b", keys=("keyboardinterrupt",), ends=True, example="KeyboardInterrupt"),
+    # A shell's report of a child ended by SIGTERM (bash's strsignal text): someone stopped it.
+    Rule(r"^(?:\S+: line \d+: +\d+ )?Terminated(?:\s|$)", keys=("terminated",), ends=True, example="Terminated"),
+    # uvicorn's shutdown (server.py: handle_exit, shutdown; lifespan/on.py), on a signal or a stop.
+    Rule(r"^Shutting down$|^Waiting for application shutdown\.|^Waiting for connections to close\.|"
+         r"^Received SIG(?:TERM|INT|QUIT|BREAK), exiting\.", keys=("shutting", "waiting", "received"), ends=True,
+         example="Shutting down"),
+    # uvicorn's lifespan failed: the app raised during startup and uvicorn exits (lifespan/on.py).
+    Rule(r"^Application startup failed\. Exiting\.", keys=("application",), cause="unknown", strength=2,
+         terminal=True, example="Application startup failed. Exiting."),
+    # The interpreter is exiting: multiprocessing's resource tracker reports what the dead
+    # processes left (resource_tracker.py, "There appear to be %d leaked %s objects to clean up at
+    # shutdown"), torch warns of a process group never destroyed (2.4-2.5: "process group has NOT
+    # been destroyed", 2.6+: "destroy_process_group() was not called"). Evidence that the process
+    # ended: a start that was not stopped on purpose and said no more has died here.
+    Rule(r"resource_tracker: There appear to be \d+ leaked|destroy_process_group\(\) was not called|"
+         r"process group has NOT been destroyed before we destruct ProcessGroupNCCL",
+         keys=("resource_tracker", "destroy_process_group", "destroyed"), cause="engine_died", strength=1,
+         terminal=True,
+         hint="The process exited during the start without an error of its own (only the interpreter's "
+              "shutdown warnings remain): it was killed (check `dmesg` / `journalctl -k` for the OOM killer) "
+              "or a child process died; read the lines before it.",
+         example="/usr/lib/python3.12/multiprocessing/resource_tracker.py:279: UserWarning: resource_tracker: "
+                 "There appear to be 1 leaked semaphore objects to clean up at shutdown"),
+    # ROCr's queue callback aborts the process on a GPU exception (rocdevice.cpp); glibc's malloc
+    # checks and assert(3), glog/absl's CHECK, Go's and Rust's panics end the process too.
+    Rule(r"aborting with error : HSA_STATUS_ERROR_\w+|HSA_STATUS_ERROR_OUT_OF_RESOURCES",
+         keys=("aborting", "hsa_status_error_out_of_resources"), cause="core_dump", strength=3, terminal=True,
+         hint="The ROCm runtime aborted on a GPU exception (HSA): check the ROCm version against the GPU "
+              "and the engine's build, and dmesg for amdgpu faults.",
+         example=":0:rocdevice.cpp            :3586: 11398051401 us:  Callback: Queue 0x7f4307e00000 aborting "
+                 "with error : HSA_STATUS_ERROR_EXCEPTION: An HSAIL operation resulted in a hardware exception. code: 0x1016"),
+    Rule(r"^(?:free|malloc|realloc|munmap_chunk|malloc_consolidate)\(\): [a-z ]+|^double free or corruption|"
+         r"^corrupted size vs\. prev_size|: Assertion `.{1,300}' failed\.$",
+         keys=("free", "malloc", "realloc", "munmap_chunk", "malloc_consolidate", "double", "corrupted", "assertion"),
+         cause="core_dump", strength=3, terminal=True,
+         hint="The process aborted in native code (glibc found heap corruption or an assertion failed): "
+              "check the engine, CUDA/ROCm and driver versions.",
+         example="free(): double free detected in tcache 2"),
+    Rule(r"^Check failed: |^\*\*\* Check failure stack trace: \*\*\*", keys=("check",), cause="core_dump",
+         strength=3, terminal=True, example="Check failed: x == y (1 vs. 2)"),
+    Rule(r"^panic: |^fatal error: (?:runtime|unexpected signal|all goroutines are asleep|concurrent map)|"
+         r"^thread '[^']{1,100}'(?: \(\d+\))? panicked at ",
+         keys=("panic", "fatal", "thread"), cause="unknown", strength=3, terminal=True,
+         example="thread 'main' panicked at router/src/main.rs:420:10:"),
     # --- warnings that look like errors ------------------------------------------------------------
     Rule(r"^Ignore import error|can be ignored|UserWarning|FutureWarning|DeprecationWarning|"
          r"^\s*warnings\.warn\(|is deprecated|Warning: ",

@@ -51,7 +51,40 @@ ENGINE = Engine(
              phase="init", example="llama_context: constructing llama_context"),
         Rule(r"warming up the model", keys=("warming",), phase="warmup",
              example="common_init_from_params: warming up the model with an empty run - please wait ..."),
-        Rule(r"^main: model loaded|server is listening on .{0,200}? - starting the main loop",
-             keys=("main", "listening"), ready=True, example="main: model loaded"),
+        # The model is loaded and /health answers 200: "main: model loaded" until 2025, then
+        # "srv  llama_server: model loaded" (SRV_INF with the function's name, tools/server); the
+        # JSON-era builds' "INFO [ main] model loaded | tid=..."; the listening line that follows.
+        Rule(r"^main: model loaded|^(?:srv +)?\w+: model loaded\s*$|\] model loaded \||"
+             r"server is listening on .{0,200}? - starting the main loop|^srv +\w+: (?:router )?server is listening on https?://",
+             keys=("main", "loaded", "listening"), ready=True, example="main: model loaded"),
+        # tools/server's newer wording (SRV_INF): the load, the HTTP bind, the slots.
+        Rule(r"^srv +\w+: loading model|^llama_params_fit", keys=("loading", "llama_params_fit_impl", "llama_params_fit"),
+             phase="weights", example="srv  llama_server: loading model"),
+        Rule(r"^system_info: |^srv +\w+: binding port|^ggml_cuda_init: found \d+ \w+ devices|\] HTTP server listening \||"
+             r"^srv +\w+: starting router server",
+             keys=("system_info", "binding", "ggml_cuda_init", "listening", "starting"), phase="starting",
+             example="srv         start: binding port with default address family"),
+        # llama-server's signal handler on a second SIGINT/SIGTERM. (Its "cleaning up before exit..."
+        # is printed on every exit, a failed load's too: no sign of a stop.)
+        Rule(r"^Received second interrupt, terminating immediately", keys=("received",), ends=True,
+             example="Received second interrupt, terminating immediately."),
+        Rule(r"exiting due to (?:HTTP server|model loading) error", keys=("exiting",), cause="unknown", strength=2,
+             terminal=True, example="main: exiting due to model loading error"),
+        Rule(r"failed to initialize the context: failed to allocate buffer for kv cache|"
+             r"kIOGPUCommandBufferCallbackErrorOutOfMemory", keys=("initialize", "kiogpucommandbuffercallbackerroroutofmemory"),
+             cause="cuda_oom", example="llama_init_from_model: failed to initialize the context: failed to allocate "
+                                       "buffer for kv cache"),
+        # ggml_abort (ggml/src/ggml.c): "FILE:LINE: GGML_ASSERT(x) failed", "FILE:LINE: Fatal error",
+        # older builds "GGML_ASSERT: FILE:LINE: x"; the process aborts next.
+        Rule(r"GGML_ASSERT\(.{0,300}\) failed|^GGML_ASSERT: |:\d+: Fatal error\s*$", keys=("ggml_assert", "fatal"),
+             cause="core_dump", strength=3, terminal=True,
+             hint="llama.cpp stopped on an internal check (GGML_ASSERT / ggml_abort): the file and line name the "
+                  "backend; check the build against the model and the GPU backend (update llama.cpp).",
+             example="/home/runner/work/llama.cpp/llama.cpp/ggml/src/ggml.c:2196: GGML_ASSERT(tensor->op == "
+                     "GGML_OP_UNARY) failed"),
+        Rule(r"^error: invalid argument: ", keys=("invalid",), cause="bad_config", terminal=True,
+             example="error: invalid argument: --foo"),
+        Rule(r"invalid magic characters '.{0,8}', expected 'GGUF'", keys=("magic",), cause="unsupported_model",
+             example="gguf_init_from_file_impl: invalid magic characters 'tjgg', expected 'GGUF'"),
     ),
 )

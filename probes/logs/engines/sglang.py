@@ -75,6 +75,11 @@ ENGINE = Engine(
         Rule(r"Started server process|Waiting for application startup|Application startup complete|"
              r"Uvicorn running on", keys=("started", "waiting", "startup", "uvicorn"), phase="warmup",
              example="INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)"),
+        # The HTTP server's SIGTERM handler (http_server.py, 0.4.6+) and the graceful exit that follows.
+        Rule(r"^SIGTERM received\. .{0,80}Draining requests and shutting down|^Gracefully exiting\.\.\. Remaining number of requests|"
+             r"^Signal SIGTERM received while .{0,80}\. Force exiting\.",
+             keys=("sigterm", "gracefully", "signal"), ends=True,
+             example="SIGTERM received. signum=15 frame=None. Draining requests and shutting down..."),
         Rule(r"The server is fired up and ready to roll", keys=("fired",), ready=True, detect="sglang",
              example="The server is fired up and ready to roll!"),
     ),
