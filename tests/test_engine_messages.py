@@ -87,3 +87,21 @@ def test_replay_names_the_rule_and_message_behind_a_reading() -> None:
     assert why["error"]["line"] == reading.error.line
     assert why["error"]["rule"] is not None
     assert why["state"] == why["error"]
+
+
+@pytest.mark.parametrize("log, table, message", [
+    # Ollama's Go bind error is Ollama's message, not uvicorn's, though one rule reads both.
+    ("logs-extra/ollama-restart-loop-port-14", "ollama", "listen_address_in_use"),
+    ("logs/llamacpp-fail-oom-01", "llamacpp", "cuda_malloc_failed"),
+    ("logs/vllm-fail-oom-01", "runtime", "torch_oom_new"),
+])
+def test_the_message_named_is_the_one_of_the_line(log, table, message) -> None:
+    from probes.sources.logfile import read_path
+    ref = explain(read_path(str(FIXTURES / (log + ".log"))))["error"]["message"]
+    assert (ref["table"], ref["message"]) == (table, message)
+
+
+def test_a_ready_line_is_named_as_the_phase_and_the_state() -> None:
+    from probes.sources.logfile import read_path
+    why = explain(read_path(str(FIXTURES / "logs" / "sglang-ok-01.log")))
+    assert why["phase"] == why["state"] and why["state"]["message"]["message"] == "fired_up_ready"

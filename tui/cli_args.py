@@ -138,7 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--unit", help="journal input only: read only entries about this unit")
     replay.add_argument("--json", action="store_true",
                         help="print one JSON object (engine, state, phase, phases_seen, phases, "
-                             "progress, error, cause, hint, starts, restart_loop, suspects, service); state is "
+                             "progress, error, cause, hint, starts, restart_loop, suspects, service, why: the rule and "
+                             "engine message behind the state, phase and decisive line); state is "
                              "ready, failed, loading, stopped, or none (no server start in the log)")
     replay.add_argument("--markdown", action="store_true",
                         help="print the Markdown report to paste (as `upwatch report` and the dashboard's c key): "

@@ -28,7 +28,7 @@ from probes.logs.journal_json import RecordError, is_journal_json, parse_record
 from probes.logs.logline import parse as parse_line
 from probes.logs.timeline import Mark, resolve
 from probes.sources.nvml import NvmlSource
-from probes.sources.logfile import LogReadError, iter_lines
+from probes.sources.logfile import LogReadError, as_utf8, iter_lines
 from probes.spec import HostSpec
 from probes.transport.runner import Runner
 from probes.watch.watcher import HostWatcher
@@ -179,7 +179,7 @@ def _lines_around(path: str, seq: int) -> Iterator[tuple[LogEntry, str | None]]:
                 return  # a binary journal file: read through journalctl; its lines are not kept
             f.seek(0)
             journal: bool | None = None
-            for lineno, raw in enumerate(iter_lines(f), 1):
+            for lineno, raw in enumerate(iter_lines(as_utf8(f)), 1):  # UTF-16 as the reader read it
                 if journal is None and raw.strip():
                     journal = is_journal_json(raw)
                 if lineno < first:

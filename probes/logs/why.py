@@ -9,6 +9,7 @@ tests/test_engine_messages.py holds the rule tables to this; :func:`explain` use
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from typing import Any
 
@@ -16,6 +17,7 @@ from probes.data.reading import Reading
 from probes.logs.engines import ENGINES, bars_for, common, matcher_for
 from probes.logs.engines.base import Rule
 from probes.logs.engines.common import EXCEPTION_RE
+from probes.logs.engines.patterns import split_alternation
 from probes.logs.engines.vocabulary import Message, all_messages
 from probes.logs.logline import frames, parse
 
@@ -136,19 +138,50 @@ def message_for(rule: Rule) -> Message | None:
     return _claims().get(id(rule))
 
 
-def _rule_ref(engine: str | None, text: str, want: str) -> dict[str, Any] | None:
+def message_for_line(rule: Rule, msg: str, engine: str | None = None) -> Message | None:
+    """The engine message behind one line a rule read: a message the rule claims whose samples
+    match the same alternative of the rule's pattern as the line does (a rule of many alternatives
+    stands for many messages): the log's engine's own first, then the runtimes'; None when no
+    message of the vocabulary is it."""
+    alts = [a for a in split_alternation(rule.pattern) if re.search(a, msg, rule.flags)]
+    if not alts:
+        return None
+    alt = re.compile(alts[0], rule.flags)
+    order = ("error", "ready", "phase", "banner", "shutdown", "identity", "suspect")
+    words = set(re.findall(r"[A-Za-z_]{3,}", msg))
+
+    def likeness(m: Message) -> float:
+        """How much of the line's wording the message's closest sample shares (Jaccard on words)."""
+        best = 0.0
+        for sample in m.samples:
+            w = set(re.findall(r"[A-Za-z_]{3,}", sample_msg(sample)))
+            if w or words:
+                best = max(best, len(w & words) / len(w | words))
+        return best
+
+    found = [m for m in all_messages() if agrees(rule, m) and any(alt.search(sample_msg(s)) for s in m.samples)]
+    if found:
+        return max(found, key=lambda m: (likeness(m), m.table == engine, m.table == "runtime",
+                                         -(order.index(m.kind) if m.kind in order else len(order))))
+    return None
+
+
+def _rule_ref(engine: str | None, text: str, wants: tuple[str, ...]) -> dict[str, Any] | None:
     """What read one line: the first rule of ``engine``'s matcher that matches the line's message
-    and does ``want`` (``phase:<id>``, ``ready``, ``error``), with the message it stands for."""
+    and does the first of ``wants`` it can (``phase:<id>``, ``ready``, ``error``, ``stopped``),
+    with the engine message it stands for on this line."""
     msg = parse(1, text).msg
-    for rule, _m in matcher_for(engine if engine in ENGINES else None).match(msg):
+    hits = matcher_for(engine if engine in ENGINES else None).match(msg)
+    for want in wants:
         kind, _, arg = want.partition(":")
-        if (kind == "phase" and rule.phase == arg) or (kind == "ready" and rule.ready) or (
-                kind == "error" and (rule.cause is not None or rule.lifecycle is not None)) or (
-                kind == "stopped" and (rule.ends or rule.lifecycle in _STOP_EVENTS)):
-            m = message_for(rule)
-            return {"rule": rule.pattern, "engine": engine if rule in (ENGINES[engine].rules if engine in ENGINES
-                                                                        else ()) else "common",
-                    "message": None if m is None else m.ref()}
+        for rule, _m in hits:
+            if (kind == "phase" and rule.phase == arg) or (kind == "ready" and rule.ready) or (
+                    kind == "error" and (rule.cause is not None or rule.lifecycle is not None)) or (
+                    kind == "stopped" and (rule.ends or rule.lifecycle in _STOP_EVENTS)):
+                m = message_for_line(rule, msg, engine)
+                own = ENGINES[engine].rules if engine in ENGINES else ()
+                return {"rule": rule.pattern, "engine": engine if rule in own else "common",
+                        "message": None if m is None else m.ref()}
     return None
 
 
@@ -164,14 +197,17 @@ def explain(reading: Reading) -> dict[str, Any]:
     engine = reading.engine
     phase_mark = next((m for m in reversed(reading.phases) if m.phase == reading.phase), None)
 
-    def one(line: int | None, text: str | None, want: str) -> dict[str, Any] | None:
+    def one(line: int | None, text: str | None, *wants: str) -> dict[str, Any] | None:
         if line is None or text is None:
             return None
-        ref = _rule_ref(engine, text, want) or {"rule": None, "engine": None, "message": None}
+        ref = _rule_ref(engine, text, wants) or {"rule": None, "engine": None, "message": None}
         return {"line": line, "text": text, **ref}
 
     error = None if reading.error is None else one(reading.error.line, reading.error.text, "error")
-    phase = None if phase_mark is None else one(phase_mark.line, phase_mark.text, f"phase:{phase_mark.phase}")
+    # A phase's first line is a phase line, the ready line, or (a start failed before any phase
+    # line) the failure itself.
+    phase = None if phase_mark is None else one(phase_mark.line, phase_mark.text, f"phase:{phase_mark.phase}",
+                                                "ready", "error", "stopped")
     if reading.state == "failed":
         state = error
     elif reading.state == "ready":

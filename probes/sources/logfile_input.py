@@ -60,7 +60,14 @@ def checked_head(head: list[bytes], name: str) -> list[bytes]:
         raise LogReadError(f"{name} is gzip-compressed: read it with `zcat FILE | upwatch replay -`")
     if first.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise LogReadError(f"{name} is UTF-16 text: convert it with `iconv -f UTF-16 -t UTF-8 FILE | upwatch replay -`")
-    if _is_binary(b"\n".join(head)[:SNIFF]):
+    blob = b"\n".join(head)[:SNIFF]
+    if len(blob) >= 16 and blob.count(0) * 3 >= len(blob) and (blob[1::2].count(0) * 4 >= len(blob) // 2 * 3
+                                                               or blob[0::2].count(0) * 4 >= len(blob) // 2 * 3):
+        # Every other byte NUL: UTF-16 (or UTF-32) text written without its byte-order mark.
+        order = "LE" if blob[1::2].count(0) >= blob[0::2].count(0) else "BE"
+        raise LogReadError(f"{name} looks like UTF-16 text without a byte-order mark: convert it with "
+                           f"`iconv -f UTF-16{order} -t UTF-8 FILE | upwatch replay -`")
+    if _is_binary(blob):
         raise LogReadError(f"{name} is a binary file, not a log")
     nonblank = [h for h in head if h.strip()]
     if nonblank[:1] == [b"{"] and len(nonblank) > 1 and b'"__' in nonblank[1]:
