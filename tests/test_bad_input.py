@@ -839,3 +839,12 @@ def test_fixture_cut_after_any_line_reads_as_the_stream_did_there(path: Path, da
     k = data.draw(st.integers(1, len(lines)), label="k")
     cut = read_bytes(b"".join(ln + b"\n" for ln in lines[:k]))
     assert cut == seen[k - 1]
+
+
+def test_utf16_text_reads_as_its_text_and_without_a_bom_says_how_to_convert() -> None:
+    log = (FIXTURES / "logs" / "vllm-fail-oom-01.log").read_bytes()
+    bare = read_bytes(log).to_json()
+    # PowerShell's `>`: a byte-order mark, then UTF-16 LE (tests/test_wrappers.py reads every fixture so)
+    assert read_bytes(b"\xff\xfe" + log.decode().encode("utf-16-le")).to_json() == bare
+    with pytest.raises(LogReadError, match=r"UTF-16 text without a byte-order mark.*iconv -f UTF-16LE"):
+        read_bytes(log.decode().encode("utf-16-le"))

@@ -38,6 +38,19 @@ class LogReadError(Exception):
     """The log could not be read at all; ``str()`` is one line for the operator."""
 
 
+def _utf16_order(blob: bytes) -> str | None:
+    """``"LE"`` or ``"BE"`` for text that is UTF-16 without its byte-order mark (every other byte
+    NUL, the others mostly printable ASCII: a log in English), else None."""
+    if len(blob) < 16:
+        return None
+    even, odd = blob[0::2], blob[1::2]
+    for text, zeros, order in ((even, odd, "LE"), (odd, even, "BE")):
+        printable = sum(1 for b in text if 32 <= b < 127 or b in (9, 10, 13))
+        if zeros.count(0) * 10 >= len(zeros) * 9 and printable * 10 >= len(text) * 9:
+            return order
+    return None
+
+
 def checked_head(head: list[bytes], name: str) -> list[bytes]:
     """The first lines of a log (up to :data:`SNIFF` bytes), refused if they are not a text log.
 
@@ -61,10 +74,8 @@ def checked_head(head: list[bytes], name: str) -> list[bytes]:
     if first.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise LogReadError(f"{name} is UTF-16 text: convert it with `iconv -f UTF-16 -t UTF-8 FILE | upwatch replay -`")
     blob = b"\n".join(head)[:SNIFF]
-    if len(blob) >= 16 and blob.count(0) * 3 >= len(blob) and (blob[1::2].count(0) * 4 >= len(blob) // 2 * 3
-                                                               or blob[0::2].count(0) * 4 >= len(blob) // 2 * 3):
-        # Every other byte NUL: UTF-16 (or UTF-32) text written without its byte-order mark.
-        order = "LE" if blob[1::2].count(0) >= blob[0::2].count(0) else "BE"
+    order = _utf16_order(blob)
+    if order is not None:
         raise LogReadError(f"{name} looks like UTF-16 text without a byte-order mark: convert it with "
                            f"`iconv -f UTF-16{order} -t UTF-8 FILE | upwatch replay -`")
     if _is_binary(blob):
