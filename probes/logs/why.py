@@ -22,6 +22,18 @@ from probes.logs.engines.vocabulary import Message, all_messages
 from probes.logs.logline import frames, parse
 
 _STOP_EVENTS = ("stopping", "stopped", "deactivated")
+#: A message that names a rule's meaning outright comes before one that only may (a suspect).
+_KIND_ORDER = ("error", "ready", "phase", "banner", "shutdown", "identity", "suspect")
+
+
+def _kind_rank(m: Message) -> int:
+    return _KIND_ORDER.index(m.kind) if m.kind in _KIND_ORDER else len(_KIND_ORDER)
+
+
+@cache
+def _sample_msgs(m: Message) -> tuple[str, ...]:
+    """The messages of a message's samples (:func:`sample_msg`), parsed once."""
+    return tuple(sample_msg(s) for s in m.samples)
 
 
 def sample_msg(sample: str) -> str:
@@ -65,9 +77,7 @@ def agrees(rule: Rule, msg: Message) -> bool:
 
 def claimed_by(msg: Message) -> tuple[Rule, str | None] | None:
     """The first rule (and its engine) that matches a sample of this message and agrees with its
-    meaning, or None. ``progress:`` messages are claimed by a bar label of the phase (engine None
-    and rule a :class:`~probes.logs.engines.base.Rule` stand-in is not made: see :func:`bar_claims`).
-    ``harmless`` messages are claimed when no failure rule matches (see :func:`harmless_ok`)."""
+    meaning, or None (``progress:`` and ``harmless`` messages: :func:`bar_claims`, :func:`harmless_ok`)."""
     for sample in msg.samples:
         text = sample_msg(sample)
         for engine, matcher in _rules_for(msg.table):
@@ -118,15 +128,12 @@ def _claims() -> dict[int, Message]:
     """id(rule) -> the first message it claims (engines' tables first, then the runtimes')."""
     out: dict[int, Message] = {}
     rules = list(common.RULES) + [r for e in ENGINES.values() for r in e.rules]
-    # A message that names the rule's meaning outright comes before one that only may (a suspect).
-    order = ("error", "ready", "phase", "banner", "shutdown", "identity", "suspect")
     # The runtimes' table first: a shared rule (CUDA's out of memory) stands for the runtime's
     # message, not for an engine's message that quotes it.
-    for msg in sorted(all_messages(), key=lambda m: (order.index(m.kind) if m.kind in order else len(order),
-                                                     m.table != "runtime")):
+    for msg in sorted(all_messages(), key=lambda m: (_kind_rank(m), m.table != "runtime")):
         if msg.kind in ("progress", "harmless"):
             continue
-        texts = [sample_msg(s) for s in msg.samples]
+        texts = _sample_msgs(msg)
         for rule in rules:
             if id(rule) not in out and agrees(rule, msg) and any(rule.rx.search(t) for t in texts):
                 out[id(rule)] = msg
@@ -147,22 +154,20 @@ def message_for_line(rule: Rule, msg: str, engine: str | None = None) -> Message
     if not alts:
         return None
     alt = re.compile(alts[0], rule.flags)
-    order = ("error", "ready", "phase", "banner", "shutdown", "identity", "suspect")
     words = set(re.findall(r"[A-Za-z_]{3,}", msg))
 
     def likeness(m: Message) -> float:
         """How much of the line's wording the message's closest sample shares (Jaccard on words)."""
         best = 0.0
-        for sample in m.samples:
-            w = set(re.findall(r"[A-Za-z_]{3,}", sample_msg(sample)))
+        for sample in _sample_msgs(m):
+            w = set(re.findall(r"[A-Za-z_]{3,}", sample))
             if w or words:
                 best = max(best, len(w & words) / len(w | words))
         return best
 
-    found = [m for m in all_messages() if agrees(rule, m) and any(alt.search(sample_msg(s)) for s in m.samples)]
+    found = [m for m in all_messages() if agrees(rule, m) and any(alt.search(t) for t in _sample_msgs(m))]
     if found:
-        return max(found, key=lambda m: (likeness(m), m.table == engine, m.table == "runtime",
-                                         -(order.index(m.kind) if m.kind in order else len(order))))
+        return max(found, key=lambda m: (likeness(m), m.table == engine, m.table == "runtime", -_kind_rank(m)))
     return None
 
 
